@@ -1,0 +1,147 @@
+"""The `tracecli` command: parse options, open the store, call one stage, render.
+
+No SQL, scoring or prompt text lives here. Exit codes: 0 ok, 1 a failed check
+or no answer, 2 bad usage or bad input.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from tracecli import render
+from tracecli.errors import TraceError
+
+app = typer.Typer(
+    help="State-aware memory over long conversations, in one SQLite file.\n\n"
+    "Typical run: tracecli ingest chat.json → build-graph → compile-wiki → "
+    'ask "where is Alice going now?" → trace ANSWER_ID.',
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DbOpt = Annotated[
+    Path,
+    typer.Option("--db", envvar="TRACECLI_DB", help="The database file (env TRACECLI_DB).", show_default=True),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout (stable keys).")]
+DEFAULT_DB = Path("tracecli.db")
+
+
+def guarded(func: F) -> F:
+    """Turn library errors into one line on stderr and the right exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except TraceError as exc:
+            render.error_line(str(exc))
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            render.error_line("interrupted; nothing from the unfinished step was written")
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
+    """`app.command` with error handling."""
+
+    def deco(func: F) -> F:
+        app.command(*args, **kwargs)(guarded(func))
+        return func
+
+    return deco
+
+
+def _progress(enabled: bool) -> Any:
+    """A rich progress bar on a TTY, nothing on a pipe."""
+    if not enabled or not sys.stderr.isatty():
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=render.err, transient=True)
+
+
+@command("ingest")
+def ingest_cmd(
+    files: Annotated[list[Path], typer.Argument(help="Input files (native JSON, LoCoMo, LongMemEval, ChatGPT export, JSONL).", show_default=False)],
+    fmt: Annotated[str, typer.Option("--format", help="auto|native|locomo|longmemeval|chatgpt|jsonl")] = "auto",
+    conversation: Annotated[str | None, typer.Option("--conversation", help="Conversation id to store under (one file only).")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", help="Namespace (user/agent) of the conversations.")] = None,
+    gap_hours: Annotated[float, typer.Option("--gap-hours", help="Flat message lists: start a new session after this many hours of silence.")] = 4.0,
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """Load chat files into the database: messages, notes, embeddings, full-text index.
+
+    Re-ingesting the same file adds nothing; a file with new messages of a known
+    conversation appends only those. Every file is validated before anything is
+    written, and each file is written in one transaction.
+    """
+    from tracecli.ingest import ingest_parsed, parse_inputs
+    from tracecli.providers.embeddings import get_embedder
+    from tracecli.store import open_store
+
+    parsed = parse_inputs(files, fmt, conversation_id=conversation, namespace=namespace, gap_hours=gap_hours)
+    store = open_store(db)
+    embedder = get_embedder()
+    results = []
+    bar = _progress(not as_json)
+    try:
+        if bar:
+            bar.start()
+        for path, convs in parsed:
+            task = bar.add_task(f"embedding {path.name}", total=None) if bar else None
+
+            def progress(done: int, total: int, task: Any = task) -> None:
+                if bar and task is not None:
+                    bar.update(task, completed=done, total=total)
+
+            results.append(ingest_parsed(store, path, convs, embedder, progress=progress))
+    finally:
+        if bar:
+            bar.stop()
+        store.close()
+    if as_json:
+        render.emit_json({"files": results})
+    else:
+        render.ingest_results(results)
+
+
+@command("stats")
+def stats_cmd(db: DbOpt = DEFAULT_DB, as_json: JsonOpt = False) -> None:
+    """Counts per table and per conversation, the embedding model, the schema version, LLM cost per stage."""
+    from tracecli.stats import collect_stats
+    from tracecli.store import open_store
+
+    store = open_store(db, create=False)
+    try:
+        st = collect_stats(store)
+    finally:
+        store.close()
+    if as_json:
+        render.emit_json(st)
+    else:
+        render.stats(st)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    app()
+
+
+if __name__ == "__main__":
+    main()

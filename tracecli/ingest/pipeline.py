@@ -1,0 +1,239 @@
+"""Write parsed conversations into the store: messages, notes, FTS rows and vectors.
+
+Idempotent (a content hash per message: re-ingesting adds nothing) and
+incremental (new messages of a known conversation are appended). All parsing
+and embedding happen before the write; the write is one transaction per file,
+so an error, Ctrl-C or a crash leaves the file as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlite_vec
+
+from tracecli.errors import BadInput
+from tracecli.ingest.formats import DEFAULT_GAP_HOURS, MAX_MESSAGE_BYTES, parse_file
+from tracecli.ingest.model import ParsedConversation
+from tracecli.providers.embeddings import Embedder
+from tracecli.store.db import Store, dumps, utc_now
+from tracecli.text import keywords, short_hash
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass
+class ConversationResult:
+    """What one ingest did to one conversation."""
+
+    conversation_id: str
+    namespace: str
+    source_format: str
+    new_messages: int
+    skipped_messages: int
+    new_sessions: int
+    created: bool
+
+
+@dataclass
+class IngestResult:
+    """What one ingest did to one file."""
+
+    file: str
+    conversations: list[ConversationResult] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def new_messages(self) -> int:
+        return sum(c.new_messages for c in self.conversations)
+
+
+@dataclass
+class _PendingMessage:
+    id: str
+    session_key: str
+    speaker: str
+    text: str
+    timestamp: str | None
+    source_ref: str | None
+    content_hash: str
+    note_text: str
+
+
+def message_hash(conversation_id: str, speaker: str, text: str, timestamp: str | None, source_ref: str | None, occurrence: int) -> str:
+    """The content hash that makes re-ingest idempotent."""
+    return short_hash(conversation_id, speaker, text, timestamp or "", source_ref or "", occurrence, length=32)
+
+
+def note_text(speaker: str, text: str, timestamp: str | None) -> str:
+    """TRACE's note: the message prefixed with its date and speaker."""
+    date = timestamp[:10] if timestamp else "undated"
+    return f"[{date}] {speaker}: {text}"
+
+
+def _plan(store: Store, conv: ParsedConversation) -> tuple[list[_PendingMessage], int, dict[str, str | None]]:
+    """New messages of `conv` (not yet stored), the count skipped, new session keys → start."""
+    existing = {
+        r[0] for r in store.execute("SELECT content_hash FROM messages WHERE conversation_id = ?", (conv.conversation_id,))
+    }
+    known_sessions = {
+        r[0] for r in store.execute("SELECT source_id FROM sessions WHERE conversation_id = ?", (conv.conversation_id,))
+    }
+    seen: dict[tuple, int] = {}
+    pending: list[_PendingMessage] = []
+    new_sessions: dict[str, str | None] = {}
+    skipped = 0
+    for session in conv.sessions:
+        for msg in session.messages:
+            key = (msg.speaker, msg.text, msg.timestamp, msg.source_ref)
+            occurrence = seen.get(key, 0)
+            seen[key] = occurrence + 1
+            h = message_hash(conv.conversation_id, msg.speaker, msg.text, msg.timestamp, msg.source_ref, occurrence)
+            if h in existing:
+                skipped += 1
+                continue
+            if session.source_id not in known_sessions:
+                new_sessions.setdefault(session.source_id, session.started_at)
+            pending.append(
+                _PendingMessage(
+                    id=f"m_{h[:12]}",
+                    session_key=session.source_id,
+                    speaker=msg.speaker,
+                    text=msg.text,
+                    timestamp=msg.timestamp or session.started_at,
+                    source_ref=msg.source_ref,
+                    content_hash=h,
+                    note_text=note_text(msg.speaker, msg.text, msg.timestamp or session.started_at),
+                )
+            )
+    return pending, skipped, new_sessions
+
+
+def session_id(conversation_id: str, source_id: str) -> str:
+    """The stable id of a session."""
+    return f"s_{short_hash(conversation_id, source_id)}"
+
+
+def _write(store: Store, conv: ParsedConversation, pending: list[_PendingMessage], new_sessions: dict[str, str | None], vectors: Sequence[Sequence[float]], source_file: str) -> bool:
+    """Insert one conversation's new rows; caller holds the transaction."""
+    cid = conv.conversation_id
+    row = store.execute("SELECT namespace, participants FROM conversations WHERE id = ?", (cid,)).fetchone()
+    created = row is None
+    if created:
+        store.execute(
+            "INSERT INTO conversations(id, namespace, participants, source_format, source_file, created_at) VALUES (?,?,?,?,?,?)",
+            (cid, conv.namespace, dumps(conv.participants), conv.source_format, source_file, utc_now()),
+        )
+    else:
+        merged = list(dict.fromkeys([*json.loads(row[1]), *conv.participants]))
+        store.execute("UPDATE conversations SET participants = ? WHERE id = ?", (dumps(merged), cid))
+    next_idx = store.execute("SELECT COALESCE(MAX(idx), -1) + 1 FROM sessions WHERE conversation_id = ?", (cid,)).fetchone()[0]
+    for key, started in new_sessions.items():
+        store.execute(
+            "INSERT INTO sessions(id, conversation_id, idx, source_id, started_at) VALUES (?,?,?,?,?)",
+            (session_id(cid, key), cid, next_idx, key, started),
+        )
+        next_idx += 1
+    seq = store.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE conversation_id = ?", (cid,)).fetchone()[0]
+    turns: dict[str, int] = {}
+    note_rowid = store.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM notes").fetchone()[0]
+    msg_rows, note_rows, fts_rows, vec_rows = [], [], [], []
+    for pm, vec in zip(pending, vectors):
+        sid = session_id(cid, pm.session_key)
+        if sid not in turns:
+            turns[sid] = store.execute("SELECT COALESCE(MAX(turn), -1) + 1 FROM messages WHERE session_id = ?", (sid,)).fetchone()[0]
+        msg_rows.append((pm.id, cid, sid, seq, turns[sid], pm.speaker, pm.text, pm.timestamp, pm.source_ref, pm.content_hash))
+        kw = " ".join(keywords(pm.text))
+        note_rows.append((note_rowid, f"n_{pm.id[2:]}", pm.id, cid, pm.note_text, kw))
+        fts_rows.append((note_rowid, pm.note_text, kw))
+        vec_rows.append((note_rowid, cid, sqlite_vec.serialize_float32(list(vec))))
+        seq += 1
+        turns[sid] += 1
+        note_rowid += 1
+    conn = store.conn
+    conn.executemany(
+        "INSERT INTO messages(id, conversation_id, session_id, seq, turn, speaker, text, timestamp, source_ref, content_hash) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        msg_rows,
+    )
+    conn.executemany("INSERT INTO notes(rowid, id, message_id, conversation_id, text, keywords) VALUES (?,?,?,?,?,?)", note_rows)
+    conn.executemany("INSERT INTO notes_fts(rowid, text, keywords) VALUES (?,?,?)", fts_rows)
+    conn.executemany("INSERT INTO note_vectors(rowid, conversation_id, embedding) VALUES (?,?,?)", vec_rows)
+    return created
+
+
+def parse_inputs(
+    paths: Sequence[str | Path],
+    fmt: str = "auto",
+    *,
+    conversation_id: str | None = None,
+    namespace: str | None = None,
+    gap_hours: float = DEFAULT_GAP_HOURS,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+) -> list[tuple[Path, list[ParsedConversation]]]:
+    """Parse and validate every file before anything is written."""
+    if conversation_id and len(paths) > 1:
+        raise BadInput("--conversation names one conversation; give one file with it")
+    return [
+        (
+            Path(p),
+            parse_file(p, fmt, conversation_id=conversation_id, namespace=namespace, gap_hours=gap_hours, max_message_bytes=max_message_bytes),
+        )
+        for p in paths
+    ]
+
+
+def ingest_parsed(
+    store: Store,
+    path: Path,
+    convs: list[ParsedConversation],
+    embedder: Embedder,
+    progress: ProgressFn | None = None,
+) -> IngestResult:
+    """Embed the new messages of one parsed file and write them in one transaction."""
+    started = time.perf_counter()
+    result = IngestResult(file=str(path))
+    plans = []
+    for conv in convs:
+        row = store.execute("SELECT namespace FROM conversations WHERE id = ?", (conv.conversation_id,)).fetchone()
+        if row is not None and row[0] != conv.namespace:
+            raise BadInput(
+                f"{path.name}: conversation '{conv.conversation_id}' already exists in namespace '{row[0]}', not '{conv.namespace}'"
+            )
+        plans.append((conv, *_plan(store, conv)))
+    total = sum(len(p[1]) for p in plans)
+    bound = store.embedding_model()
+    if total and bound is not None and bound[0] != embedder.id:
+        store.bind_embedding_model(embedder.id, bound[1])  # raises ModelMismatch naming both
+    texts = [pm.note_text for _, pending, _, _ in plans for pm in pending]
+    vectors = []
+    batch = 64
+    for start in range(0, len(texts), batch):
+        vectors.extend(embedder.embed_batch(texts[start : start + batch]))
+        if progress:
+            progress(min(start + batch, total), total)
+    offset = 0
+    with store.transaction():
+        if total:
+            store.bind_embedding_model(embedder.id, embedder.dimension)
+        for conv, pending, skipped, new_sessions in plans:
+            created = False
+            if pending:
+                created = _write(store, conv, pending, new_sessions, vectors[offset : offset + len(pending)], path.name)
+            offset += len(pending)
+            result.conversations.append(
+                ConversationResult(
+                    conversation_id=conv.conversation_id,
+                    namespace=conv.namespace,
+                    source_format=conv.source_format,
+                    new_messages=len(pending),
+                    skipped_messages=skipped,
+                    new_sessions=len(new_sessions),
+                    created=created,
+                )
+            )
+    result.elapsed_s = time.perf_counter() - started
+    return result

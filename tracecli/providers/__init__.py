@@ -1,0 +1,1 @@
+"""Providers: embedders and chat models, picked from a registry by name."""

@@ -1,0 +1,819 @@
+"""Chat models: an id, `is_available` and `complete(messages, schema)`.
+
+`none` (the default) makes no network calls and tells callers to use their
+deterministic implementation; `openai` talks to any OpenAI-compatible
+`POST {base_url}/chat/completions` endpoint (OpenAI, Ollama, vLLM, llama.cpp
+server) over httpx, with timeouts, retries with backoff, JSON-schema
+structured output, validation of every field, one corrective retry, a cache
+table and a per-stage ledger of every call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from tracecli.errors import ProviderError
+from tracecli.store.db import Store, dumps, utc_now
+
+logger = logging.getLogger("tracecli.llm")
+
+T = TypeVar("T")
+Message = Mapping[str, Any]
+Schema = Mapping[str, Any]
+
+# One lock for every store access from this module: SQLite connections are
+# not thread-safe, and HTTP calls happen outside it.
+_STORE_LOCK = threading.RLock()
+
+# Response-format modes, best first; a server that rejects one with HTTP 400
+# is asked again with the next.
+_MODES = ("json_schema", "json_object", "none")
+
+# A server asking us to wait longer than this is treated as unusable rather
+# than stalling a build for minutes.
+MAX_RETRY_AFTER = 120.0
+
+
+# -- settings -----------------------------------------------------------------
+@dataclass(frozen=True)
+class LLMSettings:
+    """Which chat model to use and how to call it; the API key never shows in repr."""
+
+    provider: str = "none"
+    url: str | None = None
+    model: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    timeout: float = 30.0
+    max_retries: int = 3
+    concurrency: int = 4
+    use_cache: bool = True
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> LLMSettings:
+        """Settings from TRACECLI_LLM_URL / _MODEL / _API_KEY (or OPENAI_API_KEY), then `overrides`."""
+        url = os.environ.get("TRACECLI_LLM_URL") or None
+        model = os.environ.get("TRACECLI_LLM_MODEL") or None
+        key = os.environ.get("TRACECLI_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
+        values: dict[str, Any] = {"url": url, "model": model, "api_key": key}
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise TypeError(f"unknown LLM setting(s): {', '.join(sorted(unknown))}")
+        values.update(overrides)
+        if "provider" not in overrides:
+            values["provider"] = "openai" if values["url"] and values["model"] else "none"
+        settings = cls(**values)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Raise ProviderError if a numeric setting cannot be used."""
+        if self.timeout <= 0:
+            raise ProviderError(f"LLM timeout must be positive, not {self.timeout}")
+        if self.max_retries < 0:
+            raise ProviderError(f"LLM max_retries must be 0 or more, not {self.max_retries}")
+        if self.concurrency < 1:
+            raise ProviderError(f"LLM concurrency must be 1 or more, not {self.concurrency}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ProviderError(f"LLM max_tokens must be 1 or more, not {self.max_tokens}")
+
+    def public_dict(self) -> dict[str, Any]:
+        """JSON-able settings with the key replaced by `api_key_set`."""
+        return {
+            "provider": self.provider,
+            "url": redact_url(self.url),
+            "model": self.model,
+            "api_key_set": bool(self.api_key),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "concurrency": self.concurrency,
+            "use_cache": self.use_cache,
+        }
+
+
+def redact_url(url: str | None) -> str | None:
+    """The URL without user info or query string (either may carry a secret)."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+# -- results and requests -------------------------------------------------------
+@dataclass
+class LLMResult:
+    """The outcome of one `complete` call; `value` is the validated JSON when a schema was given."""
+
+    ok: bool
+    value: Any = None
+    text: str = ""
+    model: str = ""
+    stage: str = "misc"
+    available: bool = True
+    fallback: bool = False
+    cache_hit: bool = False
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_ms: float = 0.0
+    attempts: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One item of a `complete_many` batch; `stage` defaults to the batch's."""
+
+    messages: Sequence[Message]
+    schema: Schema | None = None
+    stage: str | None = None
+
+
+class ChatModel(Protocol):
+    """What every chat model offers."""
+
+    id: str
+
+    @property
+    def is_available(self) -> bool:
+        """False when callers must use their deterministic implementation."""
+        ...
+
+    def complete(self, messages: Sequence[Message], schema: Schema | None = None, *, stage: str = "misc") -> LLMResult:
+        """One chat completion, validated against `schema` when given."""
+        ...
+
+    def complete_many(self, requests: Sequence[LLMRequest | Sequence[Message]], *, stage: str = "misc") -> list[LLMResult]:
+        """Many completions, results in input order."""
+        ...
+
+
+def _as_request(item: LLMRequest | Sequence[Message], stage: str) -> LLMRequest:
+    if isinstance(item, LLMRequest):
+        return item if item.stage else dataclasses.replace(item, stage=stage)
+    return LLMRequest(messages=item, stage=stage)
+
+
+# -- the offline model ----------------------------------------------------------
+class NoneChatModel:
+    """No LLM configured: every call reports `available=False` so callers fall back."""
+
+    id = "none"
+
+    def __init__(self, settings: LLMSettings | None = None) -> None:
+        self.settings = settings or LLMSettings()
+
+    @property
+    def is_available(self) -> bool:
+        """Always False: there is no model to call."""
+        return False
+
+    def complete(self, messages: Sequence[Message], schema: Schema | None = None, *, stage: str = "misc") -> LLMResult:
+        """Return an unavailable result without any network call."""
+        return LLMResult(ok=False, model=self.id, stage=stage, available=False, fallback=True, error="no LLM configured")
+
+    def complete_many(self, requests: Sequence[LLMRequest | Sequence[Message]], *, stage: str = "misc") -> list[LLMResult]:
+        """One unavailable result per request."""
+        reqs = [_as_request(r, stage) for r in requests]
+        return [self.complete(r.messages, r.schema, stage=r.stage or stage) for r in reqs]
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def __repr__(self) -> str:
+        return "NoneChatModel()"
+
+
+# -- JSON-schema subset validation ----------------------------------------------
+_TYPE_NAMES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    type(None): "null",
+}
+
+
+def _type_name(value: Any) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name == "object":
+        return isinstance(value, dict)
+    if name == "array":
+        return isinstance(value, list)
+    if name == "string":
+        return isinstance(value, str)
+    if name == "boolean":
+        return isinstance(value, bool)
+    if name == "null":
+        return value is None
+    if isinstance(value, bool):
+        return False
+    if name == "integer":
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if name == "number":
+        return isinstance(value, (int, float))
+    raise ValueError(f"unsupported schema type {name!r}")
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def schema_error(value: Any, schema: Schema, path: str = "") -> str | None:
+    """The first place `value` breaks `schema` ("items[2].label: ..."), or None if it conforms."""
+    where = path or "reply"
+    expected = schema.get("type")
+    if expected is not None:
+        names = [expected] if isinstance(expected, str) else list(expected)
+        if not any(_is_type(value, n) for n in names):
+            return f"{where}: expected {' or '.join(names)}, got {_type_name(value)}"
+    if "const" in schema and value != schema["const"]:
+        return f"{where}: {value!r} is not {schema['const']!r}"
+    if "enum" in schema and not any(value == e and type(value) is type(e) or (value == e and _num(value) and _num(e)) for e in schema["enum"]):
+        return f"{where}: {value!r} is not one of {list(schema['enum'])!r}"
+    if _num(value):
+        if "minimum" in schema and value < schema["minimum"]:
+            return f"{where}: {value!r} is less than the minimum {schema['minimum']!r}"
+        if "maximum" in schema and value > schema["maximum"]:
+            return f"{where}: {value!r} is more than the maximum {schema['maximum']!r}"
+    if isinstance(value, str):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            return f"{where}: shorter than {schema['minLength']} characters"
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            return f"{where}: longer than {schema['maxLength']} characters"
+    if isinstance(value, list):
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            return f"{where}: has {len(value)} items, fewer than {schema['minItems']}"
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            return f"{where}: has {len(value)} items, more than {schema['maxItems']}"
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for i, item in enumerate(value):
+                err = schema_error(item, items, f"{path}[{i}]" if path else f"[{i}]")
+                if err:
+                    return err
+    if isinstance(value, dict):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        for name in schema.get("required") or []:
+            if name not in value:
+                return f"{_join(path, name)}: required property is missing"
+        extra = schema.get("additionalProperties", True)
+        for key, item in value.items():
+            if key in props:
+                err = schema_error(item, props[key], _join(path, key))
+                if err:
+                    return err
+            elif extra is False:
+                return f"{where}: unexpected property {key!r}"
+            elif isinstance(extra, Mapping):
+                err = schema_error(item, extra, _join(path, key))
+                if err:
+                    return err
+    return None
+
+
+def _num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class ReplyInvalid(ValueError):
+    """Raised inside the client when a reply cannot be parsed or breaks the schema."""
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def parse_json_reply(text: str, schema: Schema | None = None) -> Any:
+    """The JSON in a reply: the whole text, a ```json fence, or the first JSON object in prose."""
+    text = text.strip()
+    if not text:
+        raise ReplyInvalid("the reply was empty")
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    for block in _FENCE.findall(text):
+        try:
+            return json.loads(block.strip())
+        except ValueError:
+            continue
+    want = schema.get("type") if schema else None
+    openers = "[" if want == "array" else "{" if want in (None, "object") else "{["
+    decoder = json.JSONDecoder()
+    for i, ch in enumerate(text):
+        if ch in openers:
+            try:
+                value, _ = decoder.raw_decode(text, i)
+            except ValueError:
+                continue
+            return value
+    raise ReplyInvalid("the reply holds no JSON object")
+
+
+def validate_reply(text: str, schema: Schema) -> Any:
+    """Parse `text` and check it against `schema`; raise ReplyInvalid naming the first problem."""
+    value = parse_json_reply(text, schema)
+    err = schema_error(value, schema)
+    if err:
+        raise ReplyInvalid(err)
+    return value
+
+
+# -- hashing ---------------------------------------------------------------------
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def cache_key(model: str, schema: Schema | None, messages: Sequence[Message]) -> tuple[str, str, str]:
+    """(key, schema_hash, prompt_hash) for the cache table."""
+    schema_json = dumps(schema) if schema is not None else "null"
+    messages_json = dumps([dict(m) for m in messages])
+    return _sha(dumps([model, schema_json, messages_json])), _sha(schema_json), _sha(messages_json)
+
+
+# -- the OpenAI-compatible client ---------------------------------------------------
+class _Retryable(Exception):
+    def __init__(self, reason: str, delay: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.delay = delay
+
+
+class _FormatRejected(Exception):
+    pass
+
+
+@dataclass
+class _Prepared:
+    messages: list[dict[str, Any]]
+    schema: Schema | None
+    stage: str
+    key: str
+    schema_hash: str
+    prompt_hash: str
+    started: float
+    cached: LLMResult | None = None
+
+
+@dataclass
+class _Outcome:
+    result: LLMResult
+    error: ProviderError | None = None
+
+
+class OpenAIChatModel:
+    """Any OpenAI-compatible chat completions endpoint, with cache and ledger when given a store."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        store: Store | None = None,
+        client: httpx.Client | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 20.0,
+    ) -> None:
+        if not settings.url or not settings.model:
+            raise ProviderError("the openai chat model needs TRACECLI_LLM_URL and TRACECLI_LLM_MODEL")
+        settings.check()
+        self.settings = settings
+        self.url = settings.url.rstrip("/")
+        self.model = settings.model
+        self.id = f"openai:{settings.model}"
+        self.store = store
+        self._owns_client = client is None
+        self._client = client or httpx.Client(timeout=self._timeout())
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._rng_lock = threading.Lock()
+        self._backoff_base = backoff_base
+        self._backoff_cap = backoff_cap
+        self._mode = _MODES[0]
+
+    @property
+    def is_available(self) -> bool:
+        """True: an endpoint is configured (whether it answers is `doctor`'s question)."""
+        return True
+
+    @property
+    def response_format_mode(self) -> str:
+        """The structured-output mode that last worked: json_schema, json_object or none."""
+        return self._mode
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(model={self.model!r}, url={redact_url(self.url)!r})"
+
+    def close(self) -> None:
+        """Close the HTTP client if this model created it."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> OpenAIChatModel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- public calls -----------------------------------------------------------
+    def complete(self, messages: Sequence[Message], schema: Schema | None = None, *, stage: str = "misc") -> LLMResult:
+        """One chat completion; with `schema`, the reply is parsed, validated and retried once if bad."""
+        prep = self._prepare(LLMRequest(messages, schema, stage), stage)
+        outcome = _Outcome(prep.cached) if prep.cached else self._fetch(prep)
+        return self._finish(prep, outcome)
+
+    def complete_many(self, requests: Sequence[LLMRequest | Sequence[Message]], *, stage: str = "misc") -> list[LLMResult]:
+        """Many completions on `concurrency` worker threads; results in input order."""
+        preps = [self._prepare(_as_request(r, stage), stage) for r in requests]
+        outcomes: list[_Outcome | None] = [_Outcome(p.cached) if p.cached else None for p in preps]
+        todo = [i for i, o in enumerate(outcomes) if o is None]
+        if todo:
+            workers = min(self.settings.concurrency, len(todo))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tracecli-llm") as pool:
+                futures = {i: pool.submit(self._fetch, preps[i]) for i in todo}
+                for i, fut in futures.items():
+                    outcomes[i] = fut.result()
+        # The store is touched only here, on the calling thread: the store's
+        # connection belongs to the thread that opened it.
+        results: list[LLMResult] = []
+        first_error: ProviderError | None = None
+        for prep, outcome in zip(preps, outcomes):
+            assert outcome is not None
+            try:
+                results.append(self._finish(prep, outcome))
+            except ProviderError as exc:
+                first_error = first_error or exc
+        if first_error:
+            raise first_error
+        return results
+
+    # -- stages of one call -------------------------------------------------------
+    def _prepare(self, req: LLMRequest, default_stage: str) -> _Prepared:
+        msgs = [dict(m) for m in req.messages]
+        key, schema_hash, prompt_hash = cache_key(self.model, req.schema, msgs)
+        prep = _Prepared(msgs, req.schema, req.stage or default_stage, key, schema_hash, prompt_hash, time.perf_counter())
+        if self.store is not None and self.settings.use_cache:
+            with _STORE_LOCK:
+                row = self.store.execute("SELECT reply FROM llm_cache WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                text = row[0]
+                try:
+                    value = validate_reply(text, req.schema) if req.schema is not None else None
+                except ReplyInvalid:
+                    return prep  # a stale entry for a changed validator: ask again
+                prep.cached = LLMResult(
+                    ok=True, value=value, text=text, model=self.model, stage=prep.stage, cache_hit=True
+                )
+        return prep
+
+    def _fetch(self, prep: _Prepared) -> _Outcome:
+        result = LLMResult(ok=False, model=self.model, stage=prep.stage)
+        try:
+            text = self._chat(prep.messages, prep.schema, result)
+            if prep.schema is None:
+                result.ok, result.text = True, text
+                return _Outcome(result)
+            try:
+                result.value = validate_reply(text, prep.schema)
+                result.ok, result.text = True, text
+                return _Outcome(result)
+            except ReplyInvalid as exc:
+                first_problem = str(exc)
+            retry = prep.messages + [
+                {"role": "assistant", "content": text},
+                {
+                    "role": "user",
+                    "content": (
+                        f"That reply was not valid: {first_problem}. Reply again with only a JSON "
+                        "value that matches the schema, and nothing else."
+                    ),
+                },
+            ]
+            text = self._chat(retry, prep.schema, result)
+            try:
+                result.value = validate_reply(text, prep.schema)
+                result.ok, result.text = True, text
+            except ReplyInvalid as exc:
+                result.text, result.fallback, result.error = text, True, str(exc)
+                logger.info("LLM reply for stage %s unusable after one retry: %s", prep.stage, exc)
+            return _Outcome(result)
+        except ProviderError as exc:
+            result.error = str(exc)
+            return _Outcome(result, exc)
+
+    def _finish(self, prep: _Prepared, outcome: _Outcome) -> LLMResult:
+        result = outcome.result
+        result.latency_ms = (time.perf_counter() - prep.started) * 1000.0
+        if self.store is not None:
+            with _STORE_LOCK, self.store.transaction():
+                if result.ok and not result.cache_hit:
+                    self.store.db["llm_cache"].insert(
+                        {
+                            "key": prep.key,
+                            "model": self.model,
+                            "schema_hash": prep.schema_hash,
+                            "prompt_hash": prep.prompt_hash,
+                            "reply": result.text,
+                            "created_at": utc_now(),
+                        },
+                        pk="key",
+                        replace=True,
+                    )
+                self.store.db["llm_ledger"].insert(
+                    {
+                        "stage": result.stage,
+                        "model": self.model,
+                        "tokens_in": result.tokens_in,
+                        "tokens_out": result.tokens_out,
+                        "latency_ms": round(result.latency_ms, 3),
+                        "cache_hit": int(result.cache_hit),
+                        "fallback": int(result.fallback),
+                        "ok": int(result.ok),
+                        "created_at": utc_now(),
+                    }
+                )
+        if outcome.error is not None:
+            raise outcome.error
+        return result
+
+    # -- HTTP ----------------------------------------------------------------------
+    def _timeout(self) -> httpx.Timeout:
+        t = self.settings.timeout
+        return httpx.Timeout(t, connect=min(t, 10.0))
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.settings.api_key:
+            headers["Authorization"] = f"Bearer {self.settings.api_key}"
+        return headers
+
+    def _body(self, messages: list[dict[str, Any]], schema: Schema | None, mode: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "temperature": self.settings.temperature}
+        if self.settings.max_tokens is not None:
+            body["max_tokens"] = self.settings.max_tokens
+        if schema is not None and mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": _schema_name(schema), "schema": dict(schema), "strict": True},
+            }
+        elif schema is not None and mode == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        if schema is not None and mode != "json_schema":
+            # Without server-side enforcement the model must read the schema.
+            messages = _with_schema_hint(messages, schema)
+        body["messages"] = messages
+        return body
+
+    def _chat(self, messages: list[dict[str, Any]], schema: Schema | None, result: LLMResult) -> str:
+        """One logical request: format downgrades and transient-error retries included."""
+        mode = self._mode if schema is not None else "none"
+        while True:
+            try:
+                text = self._post_with_retries(self._body(messages, schema, mode), result)
+            except _FormatRejected:
+                mode = _MODES[_MODES.index(mode) + 1]
+                logger.info("LLM endpoint rejected response_format; trying %s", mode)
+                continue
+            if schema is not None and mode != self._mode:
+                self._mode = mode
+            return text
+
+    def _post_with_retries(self, body: dict[str, Any], result: LLMResult) -> str:
+        attempt = 0
+        while True:
+            result.attempts += 1
+            try:
+                return self._post_once(body, result)
+            except _Retryable as exc:
+                if attempt >= self.settings.max_retries:
+                    raise ProviderError(
+                        f"LLM endpoint {redact_url(self.url)} failed after {attempt + 1} attempts ({exc.reason})"
+                    ) from None
+                delay = exc.delay if exc.delay is not None else self._backoff(attempt)
+                logger.info("LLM request failed (%s); retrying in %.2f s", exc.reason, delay)
+                self._sleep(delay)
+                attempt += 1
+
+    def _backoff(self, attempt: int) -> float:
+        with self._rng_lock:
+            jitter = 0.5 + self._rng.random() / 2
+        return min(self._backoff_cap, self._backoff_base * (2**attempt)) * jitter
+
+    def _post_once(self, body: dict[str, Any], result: LLMResult) -> str:
+        try:
+            resp = self._client.post(
+                f"{self.url}/chat/completions", json=body, headers=self._headers(), timeout=self._timeout()
+            )
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            raise _Retryable(type(exc).__name__) from None
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"LLM endpoint {redact_url(self.url)} cannot be reached ({type(exc).__name__})") from None
+        status = resp.status_code
+        if status in (401, 403):
+            raise ProviderError("LLM endpoint refused the API key")
+        if status == 429:
+            delay = _retry_after(resp.headers.get("Retry-After"))
+            if delay is not None and delay > MAX_RETRY_AFTER:
+                raise ProviderError(
+                    f"LLM endpoint {redact_url(self.url)} is rate-limiting and asks to wait {delay:.0f} s; try later"
+                )
+            raise _Retryable("HTTP 429", delay)
+        if status >= 500:
+            raise _Retryable(f"HTTP {status}")
+        if status == 400 and "response_format" in body:
+            raise _FormatRejected()
+        if status >= 400:
+            detail = self._scrub(_error_detail(resp))
+            raise ProviderError(
+                f"LLM endpoint {redact_url(self.url)} answered HTTP {status}" + (f": {detail}" if detail else "")
+            )
+        try:
+            payload = resp.json()
+        except ValueError:
+            return ""  # an unusable reply: validation reports it and the caller falls back
+        if not isinstance(payload, dict):
+            return ""
+        usage = payload.get("usage") or {}
+        if isinstance(usage, dict):
+            result.tokens_in += _int(usage.get("prompt_tokens"))
+            result.tokens_out += _int(usage.get("completion_tokens"))
+        try:
+            content = payload["choices"][0]["message"].get("content")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return ""
+        return content if isinstance(content, str) else ""
+
+    def _scrub(self, text: str) -> str:
+        key = self.settings.api_key
+        return text.replace(key, "***") if key else text
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _retry_after(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+    return max(0.0, seconds)
+
+
+def _error_detail(resp: httpx.Response) -> str:
+    try:
+        payload = resp.json()
+        err = payload.get("error") if isinstance(payload, dict) else None
+        msg = err.get("message") if isinstance(err, dict) else err
+        text = str(msg) if msg else ""
+    except ValueError:
+        text = resp.text
+    text = " ".join(text.split())
+    return text[:200]
+
+
+def _schema_name(schema: Schema) -> str:
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", str(schema.get("title") or "reply")).strip("_")
+    return (name or "reply")[:64]
+
+
+def _with_schema_hint(messages: list[dict[str, Any]], schema: Schema) -> list[dict[str, Any]]:
+    hint = "Reply with only a JSON value (no prose, no code fence) that matches this JSON schema:\n" + json.dumps(
+        schema, sort_keys=True
+    )
+    out = [dict(m) for m in messages]
+    if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
+        out[0]["content"] = f"{out[0]['content']}\n\n{hint}"
+    else:
+        out.insert(0, {"role": "system", "content": hint})
+    return out
+
+
+# -- registry ----------------------------------------------------------------------
+ChatModelFactory = Callable[[LLMSettings, "Store | None", "httpx.Client | None"], Any]
+
+CHAT_MODELS: dict[str, ChatModelFactory] = {
+    "none": lambda settings, store, client: NoneChatModel(settings),
+    "openai": lambda settings, store, client: OpenAIChatModel(settings, store, client),
+}
+
+
+def get_chat_model(
+    settings: LLMSettings | None = None, store: Store | None = None, client: httpx.Client | None = None
+) -> NoneChatModel | OpenAIChatModel:
+    """The chat model named by `settings.provider` (from the environment when None)."""
+    settings = settings or LLMSettings.from_env()
+    if settings.provider not in CHAT_MODELS:
+        raise ProviderError(f"unknown LLM provider '{settings.provider}'; choose one of {', '.join(CHAT_MODELS)}")
+    model: NoneChatModel | OpenAIChatModel = CHAT_MODELS[settings.provider](settings, store, client)
+    return model
+
+
+def complete_or_fallback(
+    model: ChatModel,
+    messages: Sequence[Message],
+    schema: Schema | None,
+    fallback: Callable[[], T],
+    *,
+    stage: str = "misc",
+) -> T:
+    """The validated reply (JSON value, or text without a schema), else `fallback()`."""
+    if not model.is_available:
+        return fallback()
+    result = model.complete(messages, schema, stage=stage)
+    if not result.ok:
+        return fallback()
+    value: T = result.value if schema is not None else result.text
+    return value
+
+
+# -- ledger ------------------------------------------------------------------------
+@dataclass
+class LedgerTotal:
+    """Per-stage totals of LLM calls, for `tracecli stats`."""
+
+    stage: str
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cache_hits: int
+    fallbacks: int
+    failures: int
+    mean_latency_ms: float
+
+
+def ledger_totals(store: Store) -> list[LedgerTotal]:
+    """LLM calls aggregated per stage, ordered by stage."""
+    if not store.has_table("llm_ledger"):
+        return []
+    with _STORE_LOCK:
+        rows = store.query(
+            "SELECT stage, COUNT(*) AS calls, COALESCE(SUM(tokens_in), 0) AS tokens_in, "
+            "COALESCE(SUM(tokens_out), 0) AS tokens_out, COALESCE(SUM(cache_hit), 0) AS cache_hits, "
+            "COALESCE(SUM(fallback), 0) AS fallbacks, "
+            "COALESCE(SUM(CASE WHEN ok = 0 AND fallback = 0 THEN 1 ELSE 0 END), 0) AS failures, "
+            "COALESCE(AVG(latency_ms), 0.0) AS mean_latency_ms "
+            "FROM llm_ledger GROUP BY stage ORDER BY stage"
+        )
+    return [
+        LedgerTotal(
+            stage=r["stage"],
+            calls=int(r["calls"]),
+            tokens_in=int(r["tokens_in"]),
+            tokens_out=int(r["tokens_out"]),
+            cache_hits=int(r["cache_hits"]),
+            fallbacks=int(r["fallbacks"]),
+            failures=int(r["failures"]),
+            mean_latency_ms=round(float(r["mean_latency_ms"]), 3),
+        )
+        for r in rows
+    ]
+
+
+__all__ = [
+    "CHAT_MODELS",
+    "ChatModel",
+    "LLMRequest",
+    "LLMResult",
+    "LLMSettings",
+    "LedgerTotal",
+    "NoneChatModel",
+    "OpenAIChatModel",
+    "ReplyInvalid",
+    "cache_key",
+    "complete_or_fallback",
+    "get_chat_model",
+    "ledger_totals",
+    "parse_json_reply",
+    "redact_url",
+    "schema_error",
+    "validate_reply",
+]

@@ -1,0 +1,57 @@
+"""Small text helpers shared by every stage: tokens, keywords, hashing, token counts."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have having
+    he her here hers herself him himself his how i if in into is it its itself just me more most my myself no
+    nor not now of off on once only or other our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too under until up very
+    was we were what when where which while who whom why will with would you your yours yourself yourselves
+    yeah yes oh ok okay hey hi hello lol haha really also got get gets going gonna wanna im ive its thats
+    dont didnt doesnt cant wont isnt arent wasnt one much many well still even though let lets like know think
+    s t re ve ll d m""".split()
+)
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (apostrophes folded)."""
+    return [w.lower().replace("'", "") for w in _WORD.findall(text)]
+
+
+def content_words(text: str) -> list[str]:
+    """Word tokens without stopwords."""
+    return [w for w in words(text) if w not in STOPWORDS and len(w) > 1]
+
+
+def keywords(text: str, limit: int = 12) -> list[str]:
+    """Distinct content words in order of first appearance."""
+    seen: dict[str, None] = {}
+    for w in content_words(text):
+        seen.setdefault(w, None)
+        if len(seen) >= limit:
+            break
+    return list(seen)
+
+
+def count_tokens(text: str) -> int:
+    """Budget tokens: whitespace-separated words (documented; no network tokenizer)."""
+    return len(text.split())
+
+
+def short_hash(*parts: object, length: int = 10) -> str:
+    """A stable hex digest of the parts, for content-derived ids."""
+    h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
+    return h[:length]
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 MATCH expression: the content words OR-ed, each quoted (no syntax errors)."""
+    terms = dict.fromkeys(content_words(text))
+    return " OR ".join(f'"{t}"' for t in terms)
