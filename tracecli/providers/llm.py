@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -113,10 +113,13 @@ def redact_url(url: str | None) -> str | None:
     """The URL without user info or query string (either may carry a secret)."""
     if not url:
         return url
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+    except ValueError:
+        return "<unparseable URL>"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
@@ -163,7 +166,9 @@ class ChatModel(Protocol):
         """One chat completion, validated against `schema` when given."""
         ...
 
-    def complete_many(self, requests: Sequence[LLMRequest | Sequence[Message]], *, stage: str = "misc") -> list[LLMResult]:
+    def complete_many(
+        self, requests: Sequence[LLMRequest | Sequence[Message]], *, stage: str = "misc"
+    ) -> list[LLMResult]:
         """Many completions, results in input order."""
         ...
 
@@ -190,9 +195,13 @@ class NoneChatModel:
 
     def complete(self, messages: Sequence[Message], schema: Schema | None = None, *, stage: str = "misc") -> LLMResult:
         """Return an unavailable result without any network call."""
-        return LLMResult(ok=False, model=self.id, stage=stage, available=False, fallback=True, error="no LLM configured")
+        return LLMResult(
+            ok=False, model=self.id, stage=stage, available=False, fallback=True, error="no LLM configured"
+        )
 
-    def complete_many(self, requests: Sequence[LLMRequest | Sequence[Message]], *, stage: str = "misc") -> list[LLMResult]:
+    def complete_many(
+        self, requests: Sequence[LLMRequest | Sequence[Message]], *, stage: str = "misc"
+    ) -> list[LLMResult]:
         """One unavailable result per request."""
         reqs = [_as_request(r, stage) for r in requests]
         return [self.complete(r.messages, r.schema, stage=r.stage or stage) for r in reqs]
@@ -254,7 +263,7 @@ def schema_error(value: Any, schema: Schema, path: str = "") -> str | None:
             return f"{where}: expected {' or '.join(names)}, got {_type_name(value)}"
     if "const" in schema and value != schema["const"]:
         return f"{where}: {value!r} is not {schema['const']!r}"
-    if "enum" in schema and not any(value == e and type(value) is type(e) or (value == e and _num(value) and _num(e)) for e in schema["enum"]):
+    if "enum" in schema and not any(_same(value, e) for e in schema["enum"]):
         return f"{where}: {value!r} is not one of {list(schema['enum'])!r}"
     if _num(value):
         if "minimum" in schema and value < schema["minimum"]:
@@ -299,6 +308,11 @@ def schema_error(value: Any, schema: Schema, path: str = "") -> str | None:
 
 def _num(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _same(value: Any, expected: Any) -> bool:
+    # In Python True == 1; in JSON a boolean never equals a number.
+    return bool(value == expected) and isinstance(value, bool) == isinstance(expected, bool)
 
 
 class ReplyInvalid(ValueError):
@@ -387,7 +401,12 @@ class _Outcome:
 
 
 class OpenAIChatModel:
-    """Any OpenAI-compatible chat completions endpoint, with cache and ledger when given a store."""
+    """Any OpenAI-compatible chat completions endpoint, with cache and ledger when given a store.
+
+    The store is only touched on the calling thread (its SQLite connection
+    belongs to the thread that opened it); `complete_many` runs the HTTP calls
+    on worker threads and records their results back on the caller's.
+    """
 
     def __init__(
         self,
@@ -448,23 +467,38 @@ class OpenAIChatModel:
         outcome = _Outcome(prep.cached) if prep.cached else self._fetch(prep)
         return self._finish(prep, outcome)
 
-    def complete_many(self, requests: Sequence[LLMRequest | Sequence[Message]], *, stage: str = "misc") -> list[LLMResult]:
+    def complete_many(
+        self, requests: Sequence[LLMRequest | Sequence[Message]], *, stage: str = "misc"
+    ) -> list[LLMResult]:
         """Many completions on `concurrency` worker threads; results in input order."""
         preps = [self._prepare(_as_request(r, stage), stage) for r in requests]
         outcomes: list[_Outcome | None] = [_Outcome(p.cached) if p.cached else None for p in preps]
         todo = [i for i, o in enumerate(outcomes) if o is None]
+        # After one unusable-endpoint error the queued requests are skipped
+        # rather than each paying its own retries against a dead endpoint.
+        abort = threading.Event()
+
+        def work(prep: _Prepared) -> _Outcome | None:
+            if abort.is_set():
+                return None
+            outcome = self._fetch(prep)
+            if outcome.error is not None:
+                abort.set()
+            return outcome
+
         if todo:
             workers = min(self.settings.concurrency, len(todo))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tracecli-llm") as pool:
-                futures = {i: pool.submit(self._fetch, preps[i]) for i in todo}
+                futures = {i: pool.submit(work, preps[i]) for i in todo}
                 for i, fut in futures.items():
                     outcomes[i] = fut.result()
         # The store is touched only here, on the calling thread: the store's
         # connection belongs to the thread that opened it.
         results: list[LLMResult] = []
         first_error: ProviderError | None = None
-        for prep, outcome in zip(preps, outcomes):
-            assert outcome is not None
+        for prep, outcome in zip(preps, outcomes, strict=True):
+            if outcome is None:
+                continue  # skipped after an error; never sent, so not in the ledger
             try:
                 results.append(self._finish(prep, outcome))
             except ProviderError as exc:
@@ -477,7 +511,9 @@ class OpenAIChatModel:
     def _prepare(self, req: LLMRequest, default_stage: str) -> _Prepared:
         msgs = [dict(m) for m in req.messages]
         key, schema_hash, prompt_hash = cache_key(self.model, req.schema, msgs)
-        prep = _Prepared(msgs, req.schema, req.stage or default_stage, key, schema_hash, prompt_hash, time.perf_counter())
+        prep = _Prepared(
+            msgs, req.schema, req.stage or default_stage, key, schema_hash, prompt_hash, time.perf_counter()
+        )
         if self.store is not None and self.settings.use_cache:
             with _STORE_LOCK:
                 row = self.store.execute("SELECT reply FROM llm_cache WHERE key = ?", (key,)).fetchone()
@@ -493,39 +529,50 @@ class OpenAIChatModel:
         return prep
 
     def _fetch(self, prep: _Prepared) -> _Outcome:
+        prep.started = time.perf_counter()  # latency excludes time queued for a worker
         result = LLMResult(ok=False, model=self.model, stage=prep.stage)
         try:
-            text = self._chat(prep.messages, prep.schema, result)
-            if prep.schema is None:
-                result.ok, result.text = True, text
-                return _Outcome(result)
-            try:
-                result.value = validate_reply(text, prep.schema)
-                result.ok, result.text = True, text
-                return _Outcome(result)
-            except ReplyInvalid as exc:
-                first_problem = str(exc)
-            retry = prep.messages + [
-                {"role": "assistant", "content": text},
-                {
-                    "role": "user",
-                    "content": (
-                        f"That reply was not valid: {first_problem}. Reply again with only a JSON "
-                        "value that matches the schema, and nothing else."
-                    ),
-                },
-            ]
-            text = self._chat(retry, prep.schema, result)
-            try:
-                result.value = validate_reply(text, prep.schema)
-                result.ok, result.text = True, text
-            except ReplyInvalid as exc:
-                result.text, result.fallback, result.error = text, True, str(exc)
-                logger.info("LLM reply for stage %s unusable after one retry: %s", prep.stage, exc)
+            text, value, problem = self._attempt(prep.messages, prep.schema, result)
+            if problem is not None:
+                retry = list(prep.messages)
+                if text:
+                    retry.append({"role": "assistant", "content": text})
+                retry.append(
+                    {
+                        "role": "user",
+                        "content": (
+                            f"That reply was not valid: {problem}. Reply again with only a JSON "
+                            "value that matches the schema, and nothing else."
+                            if prep.schema is not None
+                            else f"That reply was not usable: {problem}. Please answer again."
+                        ),
+                    }
+                )
+                text, value, problem = self._attempt(retry, prep.schema, result)
+            result.text, result.value = text, value
+            if problem is None:
+                result.ok = True
+            else:
+                result.fallback, result.error = True, problem
+                logger.info("LLM reply for stage %s unusable after one retry: %s", prep.stage, problem)
             return _Outcome(result)
         except ProviderError as exc:
             result.error = str(exc)
             return _Outcome(result, exc)
+
+    def _attempt(
+        self, messages: list[dict[str, Any]], schema: Schema | None, result: LLMResult
+    ) -> tuple[str, Any, str | None]:
+        """One request and its check: (text, validated value, problem or None)."""
+        text = self._chat(messages, schema, result)
+        if text is None:
+            return "", None, "the endpoint's reply is not a chat completion"
+        if schema is None:
+            return text, None, None
+        try:
+            return text, validate_reply(text, schema), None
+        except ReplyInvalid as exc:
+            return text, None, str(exc)
 
     def _finish(self, prep: _Prepared, outcome: _Outcome) -> LLMResult:
         result = outcome.result
@@ -533,7 +580,7 @@ class OpenAIChatModel:
         if self.store is not None:
             with _STORE_LOCK, self.store.transaction():
                 if result.ok and not result.cache_hit:
-                    self.store.db["llm_cache"].insert(
+                    self.store.db.table("llm_cache").insert(
                         {
                             "key": prep.key,
                             "model": self.model,
@@ -545,7 +592,7 @@ class OpenAIChatModel:
                         pk="key",
                         replace=True,
                     )
-                self.store.db["llm_ledger"].insert(
+                self.store.db.table("llm_ledger").insert(
                     {
                         "stage": result.stage,
                         "model": self.model,
@@ -590,7 +637,7 @@ class OpenAIChatModel:
         body["messages"] = messages
         return body
 
-    def _chat(self, messages: list[dict[str, Any]], schema: Schema | None, result: LLMResult) -> str:
+    def _chat(self, messages: list[dict[str, Any]], schema: Schema | None, result: LLMResult) -> str | None:
         """One logical request: format downgrades and transient-error retries included."""
         mode = self._mode if schema is not None else "none"
         while True:
@@ -604,7 +651,7 @@ class OpenAIChatModel:
                 self._mode = mode
             return text
 
-    def _post_with_retries(self, body: dict[str, Any], result: LLMResult) -> str:
+    def _post_with_retries(self, body: dict[str, Any], result: LLMResult) -> str | None:
         attempt = 0
         while True:
             result.attempts += 1
@@ -623,9 +670,10 @@ class OpenAIChatModel:
     def _backoff(self, attempt: int) -> float:
         with self._rng_lock:
             jitter = 0.5 + self._rng.random() / 2
-        return min(self._backoff_cap, self._backoff_base * (2**attempt)) * jitter
+        return float(min(self._backoff_cap, self._backoff_base * 2.0**attempt) * jitter)
 
-    def _post_once(self, body: dict[str, Any], result: LLMResult) -> str:
+    def _post_once(self, body: dict[str, Any], result: LLMResult) -> str | None:
+        """One HTTP request: the reply's content, or None if the body is not a chat completion."""
         try:
             resp = self._client.post(
                 f"{self.url}/chat/completions", json=body, headers=self._headers(), timeout=self._timeout()
@@ -633,7 +681,11 @@ class OpenAIChatModel:
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             raise _Retryable(type(exc).__name__) from None
         except httpx.HTTPError as exc:
-            raise ProviderError(f"LLM endpoint {redact_url(self.url)} cannot be reached ({type(exc).__name__})") from None
+            raise ProviderError(
+                f"LLM endpoint {redact_url(self.url)} cannot be reached ({type(exc).__name__})"
+            ) from None
+        except httpx.InvalidURL:
+            raise ProviderError(f"LLM URL {redact_url(self.url)} is not a valid URL") from None
         status = resp.status_code
         if status in (401, 403):
             raise ProviderError("LLM endpoint refused the API key")
@@ -656,9 +708,9 @@ class OpenAIChatModel:
         try:
             payload = resp.json()
         except ValueError:
-            return ""  # an unusable reply: validation reports it and the caller falls back
+            return None
         if not isinstance(payload, dict):
-            return ""
+            return None
         usage = payload.get("usage") or {}
         if isinstance(usage, dict):
             result.tokens_in += _int(usage.get("prompt_tokens"))
@@ -666,7 +718,8 @@ class OpenAIChatModel:
         try:
             content = payload["choices"][0]["message"].get("content")
         except (KeyError, IndexError, TypeError, AttributeError):
-            return ""
+            return None
+        # null content (e.g. a refusal or only tool calls) is an empty reply
         return content if isinstance(content, str) else ""
 
     def _scrub(self, text: str) -> str:
@@ -718,7 +771,7 @@ def _with_schema_hint(messages: list[dict[str, Any]], schema: Schema) -> list[di
 
 
 # -- registry ----------------------------------------------------------------------
-ChatModelFactory = Callable[[LLMSettings, "Store | None", "httpx.Client | None"], Any]
+ChatModelFactory = Callable[[LLMSettings, Store | None, httpx.Client | None], "NoneChatModel | OpenAIChatModel"]
 
 CHAT_MODELS: dict[str, ChatModelFactory] = {
     "none": lambda settings, store, client: NoneChatModel(settings),
@@ -751,8 +804,7 @@ def complete_or_fallback(
     result = model.complete(messages, schema, stage=stage)
     if not result.ok:
         return fallback()
-    value: T = result.value if schema is not None else result.text
-    return value
+    return cast(T, result.value if schema is not None else result.text)
 
 
 # -- ledger ------------------------------------------------------------------------

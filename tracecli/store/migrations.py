@@ -15,10 +15,21 @@ MIGRATION_SET = "tracecli"
 migrations = Migrations(MIGRATION_SET)
 
 
+def _run_all(db: Database, script: str) -> None:
+    """Run `;`-separated DDL one statement at a time, inside the migration's transaction.
+
+    (`executescript` would COMMIT the transaction before the migration is recorded.)
+    """
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 @migrations(name="m001_core")
 def m001_core(db: Database) -> None:
     """Conversations, sessions, messages, notes with FTS5, and meta."""
-    db.executescript(
+    _run_all(
+        db,
         """
         CREATE TABLE meta (
             key TEXT PRIMARY KEY,
@@ -70,4 +81,120 @@ def m001_core(db: Database) -> None:
             text, keywords, tokenize = 'porter unicode61'
         );
         """
+    )
+
+
+@migrations(name="m002_llm")
+def m002_llm(db: Database) -> None:
+    """The LLM reply cache and the per-call ledger behind `tracecli stats`."""
+    # One statement at a time: executescript() would COMMIT the migration's
+    # transaction before it is recorded.
+    db.execute(
+        """
+        CREATE TABLE llm_cache (
+            key TEXT PRIMARY KEY,
+            model TEXT,
+            schema_hash TEXT,
+            prompt_hash TEXT,
+            reply TEXT,
+            created_at TEXT
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE llm_ledger (
+            id INTEGER PRIMARY KEY,
+            stage TEXT,
+            model TEXT,
+            tokens_in INTEGER,
+            tokens_out INTEGER,
+            latency_ms REAL,
+            cache_hit INTEGER,
+            fallback INTEGER,
+            ok INTEGER,
+            created_at TEXT
+        )
+        """
+    )
+    db.execute("CREATE INDEX idx_llm_ledger_stage ON llm_ledger(stage)")
+
+
+@migrations(name="m003_graph")
+def m003_graph(db: Database) -> None:
+    """TRACE's evidence graph: events, typed edges, topics, and which sessions are built."""
+    _run_all(
+        db,
+        """
+        CREATE TABLE events (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            type TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            participants TEXT NOT NULL DEFAULT '[]',
+            description TEXT NOT NULL,
+            quote TEXT NOT NULL,
+            time_anchor TEXT,
+            event_time TEXT,
+            event_time_granularity TEXT,
+            seq INTEGER NOT NULL,
+            sentence_idx INTEGER NOT NULL DEFAULT 0,
+            facet TEXT,
+            value TEXT,
+            value_norm TEXT,
+            negated INTEGER NOT NULL DEFAULT 0,
+            cue TEXT,
+            confidence REAL NOT NULL DEFAULT 0.6,
+            provenance TEXT NOT NULL DEFAULT 'rules',
+            topic_id TEXT,
+            valid_until TEXT,
+            validity REAL NOT NULL DEFAULT 1.0,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX idx_events_conv_seq ON events(conversation_id, seq, sentence_idx);
+        CREATE INDEX idx_events_facet ON events(conversation_id, subject, facet, seq);
+        CREATE INDEX idx_events_session ON events(session_id);
+        CREATE TABLE event_notes (
+            event_id TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            note_id TEXT NOT NULL REFERENCES notes(id),
+            PRIMARY KEY (event_id, note_id)
+        );
+        CREATE INDEX idx_event_notes_note ON event_notes(note_id);
+        CREATE TABLE edges (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            src TEXT NOT NULL,
+            dst TEXT NOT NULL,
+            label TEXT NOT NULL,
+            family TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            justification TEXT NOT NULL DEFAULT '',
+            invalidated_at TEXT,
+            provenance TEXT NOT NULL DEFAULT 'rules',
+            created_at TEXT NOT NULL,
+            UNIQUE (src, dst, label)
+        );
+        CREATE INDEX idx_edges_src ON edges(src, label);
+        CREATE INDEX idx_edges_dst ON edges(dst, label);
+        CREATE INDEX idx_edges_conv_label ON edges(conversation_id, label);
+        CREATE TABLE topics (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            label TEXT NOT NULL,
+            keywords TEXT NOT NULL DEFAULT '[]',
+            centroid BLOB,
+            size INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE session_topics (
+            session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+            topic_id TEXT NOT NULL REFERENCES topics(id)
+        );
+        CREATE TABLE graph_sessions (
+            session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            extractor TEXT NOT NULL,
+            built_at TEXT NOT NULL
+        )
+        """,
     )

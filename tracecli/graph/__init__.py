@@ -1,0 +1,1 @@
+"""build-graph: TRACE's temporal evidence graph (extract, link, hierarchy, validity)."""

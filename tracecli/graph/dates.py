@@ -1,0 +1,132 @@
+"""Find date expressions in a sentence and resolve them against the session date.
+
+Candidate phrases are found with patterns; resolution goes through
+`dateparser` (relative to the session date) with a few additions it lacks
+("two weekends ago", "this weekend", "end of July").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+_MONTHS = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_DAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few)"
+_ORD = r"\d{1,2}(?:st|nd|rd|th)?"
+
+_PATTERNS = [
+    rf"\b{_ORD}\s+(?:of\s+)?{_MONTHS}(?:,?\s+\d{{4}})?\b",
+    rf"\b{_MONTHS}\s+{_ORD}(?:,?\s+\d{{4}})?\b",
+    rf"\b(?:early|mid|late|end of|the end of|beginning of|start of)\s+{_MONTHS}(?:\s+\d{{4}})?\b",
+    rf"\b(?:in|since|by|until|during)\s+{_MONTHS}(?:\s+\d{{4}})?\b",
+    rf"\b{_MONTHS}\s+\d{{4}}\b",
+    r"\b\d{4}-\d{2}-\d{2}\b",
+    r"\b\d{1,2}/\d{1,2}/\d{2,4}\b",
+    rf"\b{_NUM}\s+(?:days?|weeks?|weekends?|months?|years?)\s+ago\b",
+    rf"\b(?:last|next|this|coming)\s+(?:week(?:end)?|month|year|{_DAYS})\b",
+    rf"\b(?:on\s+)?{_DAYS}\b",
+    r"\b(?:yesterday|today|tonight|tomorrow)\b",
+    rf"\bin\s+{_NUM}\s+(?:days?|weeks?|months?|years?)\b",
+    r"\bthe\s+\d{1,2}(?:st|nd|rd|th)\b",
+    r"\b(?:in\s+)?(?:19|20)\d{2}\b",
+]
+_FINDER = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE)
+_WORDNUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
+
+
+@dataclass(frozen=True)
+class DateMention:
+    """A date expression found in text, resolved to a calendar date."""
+
+    phrase: str
+    start: int
+    end: int
+    date: dt.date
+    granularity: str  # day | week | month | year
+    relative: bool
+
+
+def _num(text: str) -> int:
+    text = text.lower().strip()
+    return int(text) if text.isdigit() else _WORDNUM.get(text, 1)
+
+
+def _special(phrase: str, base: dt.datetime) -> tuple[dt.date, str] | None:
+    p = phrase.lower().strip()
+    m = re.fullmatch(rf"({_NUM})\s+weekends?\s+ago", p)
+    if m:
+        # The Saturday of the weekend N weeks back.
+        last_sat = base.date() - dt.timedelta(days=(base.weekday() - 5) % 7 or 7)
+        return last_sat - dt.timedelta(weeks=_num(m.group(1)) - 1), "week"
+    if p in ("this weekend", "coming weekend", "next weekend"):
+        days = (5 - base.weekday()) % 7
+        extra = 7 if p == "next weekend" and days < 2 else 0
+        return base.date() + dt.timedelta(days=days + extra), "week"
+    if p == "last weekend":
+        return base.date() - dt.timedelta(days=(base.weekday() - 5) % 7 or 7), "week"
+    m = re.fullmatch(rf"(?:the\s+)?(end of|beginning of|start of|early|mid|late)\s+({_MONTHS})(?:\s+(\d{{4}}))?", p)
+    if m:
+        month = dt.datetime.strptime(m.group(2)[:3].title(), "%b").month
+        year = int(m.group(3)) if m.group(3) else base.year + (1 if month < base.month else 0)
+        day = {"end of": 28, "late": 25, "mid": 15}.get(m.group(1), 1)
+        return dt.date(year, month, day), "month"
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _resolve(phrase: str, base_iso: str, prefer: str) -> tuple[dt.date, str] | None:
+    base = dt.datetime.fromisoformat(base_iso)
+    special = _special(phrase, base)
+    if special:
+        return special
+    import dateparser
+
+    cleaned = re.sub(r"^(?:in|since|by|until|during|on)\s+", "", phrase.strip(), flags=re.I)
+    settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": prefer, "RETURN_AS_TIMEZONE_AWARE": False}
+    value = dateparser.parse(cleaned, languages=["en"], settings=settings)  # type: ignore[arg-type]
+    if value is None:
+        return None
+    low = cleaned.lower()
+    if "week" in low:
+        gran = "week"
+    elif re.fullmatch(rf"(?:{_MONTHS})(?:\s+\d{{4}})?|(?:last|next|this)\s+month|.*months?\s+ago", low):
+        gran = "month"
+    elif re.fullmatch(r"(?:19|20)\d{2}|(?:last|next|this)\s+year|.*years?\s+ago", low):
+        gran = "year"
+    else:
+        gran = "day"
+    return value.date(), gran
+
+
+def find_dates(text: str, base: dt.datetime | None, *, future: bool = False) -> list[DateMention]:
+    """Date mentions in `text`, resolved against `base` (the session date)."""
+    if base is None:
+        base = dt.datetime(2000, 1, 1)
+    base = base.replace(tzinfo=None)
+    found: list[DateMention] = []
+    for m in _FINDER.finditer(text):
+        phrase = m.group(0)
+        if phrase.lower() in ("may", "march", "sat", "sun", "wed") or re.fullmatch(r"(?i)on\s+may", phrase):
+            continue  # too often a verb or a word, not a date
+        if re.fullmatch(r"(?:in\s+)?\d{4}", phrase, re.I) and not (1950 <= int(phrase[-4:]) <= 2100):
+            continue
+        resolved = _resolve(phrase, base.isoformat(), "future" if future else "current_period")
+        if resolved is None:
+            continue
+        relative = not re.search(r"\d{4}", phrase)
+        found.append(DateMention(phrase, m.start(), m.end(), resolved[0], resolved[1], relative))
+    return found
+
+
+def format_date(value: dt.date, granularity: str = "day") -> str:
+    """Human form used in answers: '7 May 2023', 'May 2023', '2023', 'the week of 1 May 2023'."""
+    if granularity == "year":
+        return str(value.year)
+    if granularity == "month":
+        return f"{value.strftime('%B')} {value.year}"
+    text = f"{value.day} {value.strftime('%B')} {value.year}"
+    return f"the week of {text}" if granularity == "week" else text

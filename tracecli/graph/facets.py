@@ -1,0 +1,248 @@
+"""Facets: the kinds of fact that change over time, how statements and questions name them.
+
+A fact that can change is normalised to (subject, facet, value). Statement
+patterns find a facet and its value in one sentence; the same lexicon maps a
+question to the facet it asks about, so `ask` can follow that facet's update
+chain to the current (or as-of) value. Everything here is data plus small pure
+functions; `extract.py` applies it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# -- value shapes ------------------------------------------------------------------
+_CAPWORD = r"[A-Z][\w'’\-]*"
+CAP = rf"(?P<value>{_CAPWORD}(?:[ \-](?:de |da |do |del |la |le |of |upon |am |sur |and )?{_CAPWORD}){{0,3}})"
+# a lower-case phrase of up to four words, stopping before a clause boundary
+_STOP = r"(?=\s+(?:at|in|on|for|because|since|now|instead|anymore|any more|this|next|last|and then|but|so|which|with|from|after|before|though|tbh|lol|haha)\b|\s*[.,!?;:)(—–-]|\s*$)"
+PHRASE = rf"(?P<value>[A-Za-z][\w'’\-]*(?:\s+[A-Za-z][\w'’\-]*){{0,3}}?){_STOP}"
+NAME = r"(?P<value>[A-Z][a-zA-Z'’\-]+)"
+
+FIRST = r"(?:i|we)"
+AUX = r"(?:'m|’m| am|'re|’re| are|'ve|’ve| have|'ll|’ll| will|'d|’d| would| had| was| were)?"
+MODAL = (
+    r"(?:(?:probably|definitely|finally|actually|officially|now|still|just|really|hopefully|eventually|also|both|"
+    r"going to|gonna|planning to|plan to|planning on|hoping to|hope to|want to|wanna|will|might|may|could|"
+    r"decided to|deciding to|thinking of|thinking about|considering|about to|set to|trying to|looking to|"
+    r"ready to|excited to|due to|supposed to|able to|be|to|get to|getting)\s+)*"
+)
+
+SPECIES = {
+    "cat": "cat", "kitten": "cat", "kitty": "cat", "dog": "dog", "puppy": "dog", "pup": "dog",
+    "greyhound": "dog", "labrador": "dog", "retriever": "dog", "terrier": "dog", "spaniel": "dog",
+    "poodle": "dog", "beagle": "dog", "collie": "dog", "corgi": "dog", "dachshund": "dog",
+    "rabbit": "rabbit", "bunny": "rabbit", "hamster": "hamster", "parrot": "bird", "bird": "bird",
+    "budgie": "bird", "fish": "fish", "goldfish": "fish", "turtle": "turtle", "tortoise": "turtle",
+    "horse": "horse", "pony": "horse", "snake": "snake", "lizard": "lizard", "guinea pig": "guinea pig",
+}
+_SPECIES_RE = "|".join(sorted((re.escape(s) for s in SPECIES), key=len, reverse=True))
+
+DIETS = {
+    "vegan": "vegan", "vegetarian": "vegetarian", "veggie": "vegetarian", "pescatarian": "pescatarian",
+    "pescetarian": "pescatarian", "keto": "keto", "paleo": "paleo", "gluten-free": "gluten-free",
+    "gluten free": "gluten-free", "dairy-free": "dairy-free", "dairy free": "dairy-free",
+    "plant-based": "vegan", "plant based": "vegan", "carnivore": "carnivore", "flexitarian": "flexitarian",
+}
+_DIET_RE = "|".join(sorted((re.escape(d) for d in DIETS), key=len, reverse=True))
+
+COFFEES = (
+    "flat white", "oat latte", "oat milk latte", "latte", "cappuccino", "espresso", "americano", "macchiato",
+    "cortado", "mocha", "filter coffee", "cold brew", "iced coffee", "long black", "galão", "galao",
+    "matcha latte", "chai latte", "black coffee", "decaf", "green tea", "black tea", "earl grey", "herbal tea",
+)
+_COFFEE_RE = "|".join(sorted((re.escape(c) for c in COFFEES), key=len, reverse=True))
+
+SPORTS = (
+    "squash", "padel", "tennis", "badminton", "football", "five-a-side", "soccer", "basketball", "volleyball",
+    "running", "swimming", "cycling", "climbing", "bouldering", "yoga", "pilates", "boxing", "rowing",
+    "golf", "rugby", "cricket", "hockey", "netball", "table tennis", "ping pong", "crossfit", "karate",
+    "judo", "surfing", "skiing", "snowboarding", "hiking", "jogging", "weightlifting", "skating", "dancing",
+    "triathlon", "marathon training", "spin", "spinning", "kayaking", "sailing", "fencing", "archery",
+)
+_SPORT_RE = "|".join(sorted((re.escape(s) for s in SPORTS), key=len, reverse=True))
+
+EVENT_NOUNS = (
+    "wedding", "party", "birthday party", "housewarming", "concert", "gig", "launch", "graduation",
+    "conference", "interview", "exam", "surgery", "operation", "appointment", "move", "moving day",
+    "trip", "flight", "holiday", "vacation", "marathon", "race", "recital", "show", "premiere", "opening",
+    "meeting", "presentation", "deadline", "defence", "defense", "ceremony", "reunion", "festival", "match",
+    "tournament", "game", "shoot", "retreat", "honeymoon", "exhibition", "due date", "start date",
+)
+_EVENT_RE = "|".join(sorted((re.escape(e) for e in EVENT_NOUNS), key=len, reverse=True))
+EVENT_ALIASES = {"gig": "concert", "vacation": "holiday", "flight": "trip", "defense": "defence", "operation": "surgery"}
+
+REVISION_CUES = re.compile(
+    r"\b(instead|anymore|any more|changed (?:my|our|his|her|their) minds?|after all|switch(?:ed|ing)?|"
+    r"rebook(?:ed)?|renamed?|no longer|forget|scrap(?:ped)?|cancel(?:l?ed)?|postponed?|rescheduled?|"
+    r"pushed (?:it |the \w+ )?back|moved (?:it|the \w+) (?:to|back|forward)|brought forward|"
+    r"turns? out|ended up|actually|not .{1,30} anymore|now)\b",
+    re.IGNORECASE,
+)
+STRONG_CUES = re.compile(
+    r"\b(instead|anymore|any more|changed (?:my|our|his|her|their) minds?|after all|switch(?:ed|ing)?|"
+    r"rebook(?:ed)?|renamed?|no longer|forget|scrap(?:ped)?|postponed?|rescheduled?|ended up|"
+    r"moved (?:it|the \w+) (?:to|back|forward)|pushed (?:it |the \w+ )?back)\b",
+    re.IGNORECASE,
+)
+COUNTERFACTUAL = re.compile(
+    r"\b(would have|would've|could have|could've|should have|should've|might have|if (?:i|we|she|he|they) had|"
+    r"if (?:i|we|she|he|they)'d|imagine if|wish (?:i|we)|would be (?:our|my) )", re.IGNORECASE
+)
+NEGATION = re.compile(r"\b(not|never|no longer|don't|do not|didn't|isn't|aren't|won't|wasn't|can't|nope)\b", re.I)
+
+
+@dataclass(frozen=True)
+class FacetSpec:
+    """One kind of changeable fact."""
+
+    name: str
+    kind: str  # place | org | name | date | thing | list
+    event_type: str  # default event type when the statement has no stronger signal
+    label: str  # human words used in descriptions ("lives in", "works at")
+    question: str  # regex over a question that asks about this facet
+
+
+FACETS: dict[str, FacetSpec] = {
+    f.name: f
+    for f in [
+        FacetSpec("residence", "place", "state_change", "lives in / is moving to",
+                  r"\b(live|lives|living|move|moving|moved|relocat\w*|settl\w*|based|home|stay(?:ing)?|reside\w*|flat|apartment|house)\b"),
+        FacetSpec("employer", "org", "state_change", "works at",
+                  r"\b(work|works|working|job|employer|company|firm|employed|hired)\b"),
+        FacetSpec("occupation", "thing", "state_change", "works as",
+                  r"\b(do for a living|occupation|profession|role|position|job title|what does \w+ do)\b"),
+        FacetSpec("study", "thing", "state_change", "studies",
+                  r"\b(stud(?:y|ies|ying)|course|degree|major|masters?|msc|phd|learning|class(?:es)?)\b"),
+        FacetSpec("diet", "thing", "preference", "follows a diet:",
+                  r"\b(diet|eat|eats|eating|vegan|vegetarian|pescatarian|meat|food)\b"),
+        FacetSpec("coffee", "thing", "preference", "drinks",
+                  r"\b(coffee|drink|drinks|latte|tea|order|orders)\b"),
+        FacetSpec("sport", "thing", "preference", "plays",
+                  r"\b(sport|sports|play|plays|playing|exercise|train|trains|gym|league)\b"),
+        FacetSpec("hobbies", "list", "preference", "enjoys",
+                  r"\b(hobbies|hobby|enjoy|enjoys|love doing|likes doing|free time|spare time|pastimes?)\b"),
+        FacetSpec("partner", "name", "state_change", "is with",
+                  r"\b(partner|boyfriend|girlfriend|husband|wife|fianc[eé]e?|dating|married to|engaged to)\b"),
+        FacetSpec("relationship", "thing", "state_change", "is",
+                  r"\b(relationship|engaged|married|single|dating|status)\b"),
+        FacetSpec("trip_destination", "place", "plan", "is travelling to",
+                  r"\b(trip|travel\w*|holiday|vacation|visit\w*|fly\w*|flight|going to go|destination)\b"),
+        FacetSpec("car", "thing", "state_change", "drives",
+                  r"\b(car|drive|drives|driving|vehicle|bought|buy)\b"),
+    ]
+}
+
+
+def pet_facet(species: str) -> str:
+    return f"pet_name:{SPECIES.get(species.lower(), species.lower())}"
+
+
+def date_facet(event: str) -> str:
+    event = event.lower().strip()
+    return f"date:{EVENT_ALIASES.get(event, event)}"
+
+
+def venue_facet(event: str) -> str:
+    event = event.lower().strip()
+    return f"venue:{EVENT_ALIASES.get(event, event)}"
+
+
+def favourite_facet(category: str) -> str:
+    return f"favourite:{category.lower().strip()}"
+
+
+def facet_kind(facet: str) -> str:
+    """The value kind of any facet, including parameterised ones."""
+    if facet.startswith("pet_name:"):
+        return "name"
+    if facet.startswith("date:"):
+        return "date"
+    if facet.startswith("venue:"):
+        return "place"
+    if facet.startswith("favourite:"):
+        return "thing"
+    spec = FACETS.get(facet)
+    return spec.kind if spec else "thing"
+
+
+def facet_label(facet: str) -> str:
+    """Words for a description: 'Alice <label> <value>'."""
+    if facet.startswith("pet_name:"):
+        return f"has a {facet.split(':', 1)[1]} named"
+    if facet.startswith("date:"):
+        return f"has the {facet.split(':', 1)[1]} set for"
+    if facet.startswith("venue:"):
+        return f"has the {facet.split(':', 1)[1]} at"
+    if facet.startswith("favourite:"):
+        return f"has as favourite {facet.split(':', 1)[1]}"
+    spec = FACETS.get(facet)
+    return spec.label if spec else facet
+
+
+def normalise_value(value: str) -> str:
+    """Comparable form of a value: lower case, no articles or punctuation."""
+    v = value.lower().strip()
+    v = re.sub(r"[’']s\b", "", v)
+    v = re.sub(r"^(?:the|a|an|my|our|his|her|their)\s+", "", v)
+    v = re.sub(r"[^\w\s\-]", "", v)
+    v = re.sub(r"\s+", " ", v).strip()
+    return v
+
+
+# -- question → facet ------------------------------------------------------------------
+
+_Q_PET = re.compile(rf"\b({_SPECIES_RE}|pet)(?:'s|s)?\b", re.I)
+_Q_DATE = re.compile(rf"\b(when|what date|which date|what day|date)\b.*?\b({_EVENT_RE}|leav\w+|depart\w*|fly\w*)\b|\b({_EVENT_RE})\b.*\b(when|date)\b", re.I)
+_Q_VENUE = re.compile(rf"\b(where)\b.*\b({_EVENT_RE})\b", re.I)
+_Q_FAV = re.compile(r"\bfavou?rite\s+([a-z]+(?:\s+[a-z]+)?)", re.I)
+
+
+def question_facets(question: str) -> list[str]:
+    """Facets a question may ask about, most specific first."""
+    q = question
+    out: list[str] = []
+    m = _Q_FAV.search(q)
+    if m:
+        out.append(favourite_facet(m.group(1).rstrip("?")))
+    if re.search(r"\b(name|named|called|call)\b", q, re.I) or re.search(r"\bpet\b", q, re.I):
+        m = _Q_PET.search(q)
+        if m:
+            word = m.group(1).lower()
+            out.append(pet_facet(word) if word != "pet" else "pet_name:*")
+    if re.search(r"\bwhere\b", q, re.I):
+        m = _Q_VENUE.search(q)
+        if m and "trip" not in m.group(2).lower():
+            out.append(venue_facet(m.group(2)))
+    m = _Q_DATE.search(q)
+    if m:
+        event = m.group(2) or m.group(3)
+        if event:
+            if re.match(r"(?i)leav|depart|fly", event):
+                event = "trip"
+            out.append(date_facet(event))
+    if re.search(r"\b(diet|vegan|vegetarian|pescatarian|eat meat)\b", q, re.I):
+        out.append("diet")
+    if re.search(r"\b(coffee|latte)\b", q, re.I) or re.search(r"\bdrink\b.*\b(order|usual|morning)\b", q, re.I):
+        out.append("coffee")
+    if re.search(rf"\b(sport|{_SPORT_RE})\b", q, re.I) and not re.search(r"\bfavou?rite\b", q, re.I):
+        out.append("sport")
+    for name, spec in FACETS.items():
+        if name in out or name in ("diet", "coffee", "sport"):
+            continue
+        if re.search(spec.question, q, re.I):
+            out.append(name)
+    if re.search(r"\bwhere\b", q, re.I) and "residence" not in out and not any(o.startswith("venue:") for o in out):
+        out.append("residence")
+    if re.search(r"\b(who|which company|what company)\b.*\b(work|job)", q, re.I) and "employer" not in out:
+        out.insert(0, "employer")
+    return list(dict.fromkeys(out))
+
+
+__all__ = [
+    "CAP", "PHRASE", "NAME", "FIRST", "AUX", "MODAL", "SPECIES", "DIETS", "COFFEES", "SPORTS", "EVENT_NOUNS",
+    "FACETS", "FacetSpec", "REVISION_CUES", "STRONG_CUES", "COUNTERFACTUAL", "NEGATION",
+    "pet_facet", "date_facet", "venue_facet", "favourite_facet", "facet_kind", "facet_label",
+    "normalise_value", "question_facets",
+]
