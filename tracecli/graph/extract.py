@@ -73,28 +73,6 @@ CAR_MAKES = (
     "Skoda|Škoda|Kia|Toyota|Ford|VW|Volkswagen|Tesla|Honda|BMW|Audi|Nissan|Hyundai|Renault|Peugeot|Fiat|Mazda|"
     "Volvo|Mercedes|Subaru|Vauxhall|Mini|Citroen|Citroën|Seat|SEAT|Lexus|Jeep|Polestar|BYD|MG|Dacia|Porsche|Cupra"
 )
-_DATE_TAIL = r"(?P<tail>.{1,60})"
-_LIST = r"(?P<value>[a-z][\w\-]*(?: [a-z][\w\-]*)?(?:, (?:and )?[a-z][\w\-]*(?: [a-z][\w\-]*)?)*,? (?:and|&) [a-z][\w\-]*(?: [a-z][\w\-]*)?)"
-
-
-def _species() -> str:
-    return "|".join(sorted((re.escape(s) for s in F.SPECIES), key=len, reverse=True))
-
-
-def _diets() -> str:
-    return "|".join(sorted((re.escape(d) for d in F.DIETS), key=len, reverse=True))
-
-
-def _coffees() -> str:
-    return "|".join(sorted((re.escape(c) for c in F.COFFEES), key=len, reverse=True))
-
-
-def _sports() -> str:
-    return "|".join(sorted((re.escape(s) for s in F.SPORTS), key=len, reverse=True))
-
-
-def _events() -> str:
-    return "|".join(sorted((re.escape(e) for e in F.EVENT_NOUNS), key=len, reverse=True))
 
 
 
@@ -116,77 +94,136 @@ def _r(facet: Any, pattern: str, kind: str, confidence: float = 0.8, event_type:
     return Rule(facet, re.compile(pattern), kind, confidence, event_type, negated, subject_from)
 
 
-_S = rf"{SUBJ}{_CI(F.AUX)}\s+{_CI(F.MODAL)}"
-_MOVE = _CI(r"move|moving|moved|relocate|relocating|relocated|settle|settling|settled|live|living|lived|based|"
-            r"stay(?:ed|ing)?(?: home)?|heading|emigrat\w+|end(?:ed)? up|landed")
-_PREP = _CI(r"(?:(?:down|back|over|out|up|permanently|full[- ]time|for good|home)\s+)*(?:in|to|into|near|at)")
+def _alt(words: Any) -> str:
+    return "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
+
+
+_SPECIES_ALT = _alt(F.SPECIES)
+_DIET_ALT = _alt(F.DIETS)
+_COFFEE_ALT = _alt(F.COFFEES)
+_SPORT_ALT = _alt(F.SPORTS)
+_EVENT_ALT = _alt(F.EVENT_NOUNS)
+_INSTRUMENT_ALT = _alt(F.INSTRUMENTS)
+_RELATIVE_ALT = _alt(F.RELATIVES)
+CAP, NAME, PHRASE = F.CAP, F.NAME, F.PHRASE
+_S = SUBJ + _CI(F.AUX) + r"\s+" + _CI(F.MODAL)
+_PLACE_NOUN = r"(?:place|apartment|flat|house|home|digs|condo|studio)"
+_MOVE_PLAN = _CI(r"move|moving|relocate|relocating|settle|settling|emigrate|emigrating|heading")
+_LIVE = _CI(r"live|living|lived|based|settled|moved|relocated|stay(?:ed|ing)? home|landed|ended up|now live|now living|emigrated")
+_PREP = _CI(r"(?:(?:down|back|over|out|up|permanently|full[- ]time|for good)\s+)*(?:in|to|into|near)")
+_DATE_TAIL = r"(?P<tail>.{1,60})"
+_LIST = (r"(?P<value>[A-Za-z][\w\-]*(?: [a-z][\w\-]*)?(?:, (?:and )?[a-z][\w\-]*(?: [a-z][\w\-]*)?)*,? (?:and|&) "
+         r"[a-z][\w\-]*(?: [a-z][\w\-]*)?)(?=\s*[.,!?;]|\s+(?:mostly|these days|now|at the moment|lately)\b|\s+(?:and|but|so|because)\s+(?:I|we|i)\b|\s*$)")
+_SPECIES_G = r"(?P<species>" + _SPECIES_ALT + r")"
+_EVENT_G = r"(?P<event>" + _EVENT_ALT + r")"
+
+
+def _pet(m: re.Match[str]) -> str:
+    return F.pet_facet(m.group("species")) if m.group("species") else "pet_name:?"
+
+
+def _date_of(m: re.Match[str]) -> str:
+    return F.date_facet(m.group("event"))
+
 
 RULES: list[Rule] = [
-    # residence
-    _r("residence", rf"{_S}{_MOVE}\s+{_PREP}\s+{F.CAP}", "place", 0.85),
-    _r("residence", rf"" + _CI(r'(?:new|our|my|own)\s+(?:own\s+)?(?:place|apartment|flat|house|home|digs|condo)\s+(?:in|at|near)') + rf"\s+{F.CAP}", "place", 0.85, "state_change", subject_from="speaker"),
-    _r("residence", rf"" + _CI(r'(?:keys to|moved into|moving into)\s+(?:our|my|the)\s+(?:new\s+)?(?:place|apartment|flat|house|home)\s+in') + rf"\s+{F.CAP}", "place", 0.9, "state_change", subject_from="speaker"),
-    _r("residence", rf"" + _CI(r'\b(?:the|our|my)\s+move\s+to') + rf"\s+{F.CAP}", "place", 0.75, "plan", subject_from="speaker"),
-    _r("residence", rf"{_S}{_MOVE}\s+" + _CI(r'(?:(?:up|over|out|down|back)\s+)?there') + rf"(?P<value>)", "there", 0.75),
+    # where someone lives now (state) ...
+    _r("residence", _S + _LIVE + r"\s+" + _PREP + r"\s+" + CAP, "place", 0.85, "state_change"),
+    _r("residence", _CI(r"(?:new|our|my|own)\s+(?:own\s+)?" + _PLACE_NOUN + r"\s+(?:in|at|near)") + r"\s+" + CAP, "place", 0.85, "state_change", subject_from="speaker"),
+    _r("residence", _CI(r"(?:keys to|moved into|moving into|settled into)\s+(?:our|my|the)\s+(?:new\s+)?" + _PLACE_NOUN + r"\s+in") + r"\s+" + CAP, "place", 0.9, "state_change", subject_from="speaker"),
+    _r("residence", _CI(r"\b(?:our|my|the|new)\s+") + CAP + r"\s+" + _CI(_PLACE_NOUN) + r"\b(?!\s+hunt)", "place", 0.7, "state_change", subject_from="speaker"),
+    _r("residence", _CI(r"\bhome\s+(?:is|[’']s)\s+(?:now\s+)?") + CAP, "place", 0.8, subject_from="speaker"),
+    # ... and where they plan to move
+    _r("moving_to", _S + _MOVE_PLAN + r"\s+" + _PREP + r"\s+" + CAP, "place", 0.85, "plan"),
+    _r("moving_to", _CI(r"\b(?:the|our|my)\s+move\s+to") + r"\s+" + CAP, "place", 0.75, "plan", subject_from="speaker"),
+    _r("moving_to", _S + _MOVE_PLAN + r"\s+" + _CI(r"(?:(?:up|over|out|down|back)\s+)?there") + r"(?P<value>)", "there", 0.75, "plan"),
+    # where someone is from
+    _r("hometown", _CI(r"\b(?:back home in|grew up in|originally from|i[’']m from|i am from|born and raised in|my hometown(?:,| is)?|home town(?:,| is)?)") + r"\s+" + CAP, "place", 0.85, "state_change", subject_from="speaker"),
     # employer
-    _r("employer", rf"{_S}" + _CI(r'work(?:ing|ed|s)?|start(?:ed|ing|s)?|join(?:ed|ing|s)?|employed|hired|interning|intern') + rf"\s+" + _CI(r'(?:full[- ]time\s+|part[- ]time\s+|remotely\s+)?(?:at|for|with|by)') + rf"\s+{F.CAP}", "org", 0.85),
-    _r("employer", rf"{_S}" + _CI(r'joined|joining|join') + rf"\s+{F.CAP}", "org", 0.8),
-    _r("employer", rf"" + _CI(r'(?:new\s+)?(?:job|role|position|internship|contract|gig)\s+(?:at|with)') + rf"\s+{F.CAP}", "org", 0.8, subject_from="speaker"),
-    _r("employer", rf"{F.CAP}\s+" + _CI(r'(?:offered me|hired me|took me on|gave me)\s+(?:a|an|the)?') + rf"", "org", 0.75, "state_change", subject_from="speaker"),
-    _r("employer", rf"" + _CI(r'(?:accepted|took|signed|took up)\s+(?:the|their|an?)\s+(?:job|offer|position|role)\s+(?:at|with|from)') + rf"\s+{F.CAP}", "org", 0.85, "state_change", subject_from="speaker"),
-    _r("employer", rf"" + _CI(r'(?:handed in|gave|put in|handing in)\s+(?:my|our)\s+notice\s+(?:at|to)|quit(?:ting)?\s+(?:my job at\s+)?|resign(?:ed|ing)?\s+from|left my job at|leaving my job at') + rf"\s*{F.CAP}", "org", 0.85, "state_change", negated=True, subject_from="speaker"),
+    _r("employer", _S + _CI(r"work(?:ing|ed|s)?|start(?:ed|ing|s)?|join(?:ed|ing|s)?|employed|hired|interning|intern") + r"\s+" + _CI(r"(?:full[- ]time\s+|part[- ]time\s+|remotely\s+)?(?:at|for|with|by)") + r"\s+" + CAP, "org", 0.85, "state_change"),
+    _r("employer", _S + _CI(r"joined|joining|join") + r"\s+" + CAP, "org", 0.8, "state_change"),
+    _r("employer", _CI(r"(?:new\s+)?(?:job|role|position|internship|contract)\s+(?:at|with)") + r"\s+" + CAP, "org", 0.8, "state_change", subject_from="speaker"),
+    _r("employer", _CI(r"\b(?:\w+\s+)?(?:years?|months?)\s+(?:at|with|working for)") + r"\s+" + CAP, "org", 0.75, "state_change", subject_from="speaker"),
+    _r("employer", _CI(r"\b(?:first|1st|second|last)\s+(?:day|week|month)\s+(?:at|with)") + r"\s+" + CAP, "org", 0.85, "state_change", subject_from="speaker"),
+    _r("employer", CAP + r"\s+" + _CI(r"(?:offered me|hired me|took me on|gave me)\s+(?:a|an|the)?"), "org", 0.75, "state_change", subject_from="speaker"),
+    _r("employer", _CI(r"(?:accepted|took|signed|took up)\s+(?:the|their|an?)\s+(?:job|offer|position|role)\s+(?:at|with|from)") + r"\s+" + CAP, "org", 0.85, "state_change", subject_from="speaker"),
+    _r("employer", _CI(r"(?:handed in|gave|put in|handing in)\s+(?:my|our)\s+notice\s+(?:at|to)|quit(?:ting)?\s+(?:my job at\s+)?|resign(?:ed|ing)?\s+from|left my job at|leaving my job at") + r"\s*" + CAP, "org", 0.85, "state_change", negated=True, subject_from="speaker"),
     # occupation
-    _r("occupation", rf"{_S}" + _CI(r'work(?:ing|ed|s)?\s+as|train(?:ing|ed)?\s+(?:to be|as)|qualified as') + rf"\s+" + _CI(r'an?\s+') + rf"{F.PHRASE}", "thing", 0.75),
+    _r("occupation", _S + _CI(r"work(?:ing|ed|s)?\s+as|train(?:ing|ed)?\s+(?:to be|as)|qualified as") + r"\s+" + _CI(r"an?\s+") + PHRASE, "thing", 0.75, "state_change"),
     # study
-    _r("study", rf"{_S}" + _CI(r'stud(?:y|ying|ied|ies)|major(?:ing|ed)? in|learning|enrolled in|enrolling in|retraining in') + rf"\s+{F.PHRASE}", "thing", 0.75),
-    _r("study", rf"" + _CI(r'(?:online\s+|evening\s+|part[- ]time\s+|night\s+)?(?:course|degree|masters?|msc|m\.sc|ma|phd|diploma|bootcamp|certificate|certification|programme|program|classes)\s+in') + rf"\s+{F.PHRASE}", "thing", 0.8, subject_from="speaker"),
-    _r("study", rf"" + _CI(r'(?:my|an?|the)\s+') + rf"(?P<value>[a-z][a-z\-]+(?:\s+[a-z][a-z\-]+){{0,2}})\s+(?:MSc|MA|BSc|PhD|degree|course|masters|diploma|bootcamp)\b", "thing", 0.7, subject_from="speaker"),
+    _r("study", _S + _CI(r"stud(?:y|ying|ied|ies)|major(?:ing|ed)? in|enrolled in|enrolling in|retraining in") + r"\s+" + _CI(r"(?:an?\s+)?(?:online\s+)?(?:course\s+in\s+)?") + PHRASE, "thing", 0.75, "state_change"),
+    _r("study", _CI(r"\b(?:enrolled|enrolling|signed up|signing up)\s+(?:in|for|on)\s+(?:an?\s+|the\s+)?(?:online\s+)?(?:course\s+in\s+)?") + PHRASE, "thing", 0.75, "state_change", subject_from="speaker"),
+    _r("study", _CI(r"(?:online\s+|evening\s+|part[- ]time\s+|night\s+)?(?:course|degree|masters?|msc|ma|phd|diploma|bootcamp|certificate|certification|programme|program|classes)\s+in") + r"\s+" + PHRASE, "thing", 0.8, "state_change", subject_from="speaker"),
+    _r("study", _CI(r"\b(?:my|an?)\s+") + r"(?P<value>(?!whole\b|entire\b|new\b|first\b|online\b)[a-z][a-z\-]+(?:\s+[a-z][a-z\-]+){0,2})\s+(?:MSc|MA|BSc|PhD|degree|masters|diploma|bootcamp)\b", "thing", 0.7, "state_change", subject_from="speaker"),
     # pets
-    _r(lambda m: F.pet_facet(m.group("species")), rf"" + _CI(r'(?:my|our|the|his|her|their)\s+(?:new\s+|little\s+|old\s+|\w+\s+)?(?P<species>' + _species() + r')(?:[’\']s name)?\s+(?:is\s+)?(?:named|called|is called|is named|name is|is)') + rf"\s+{F.NAME}", "name", 0.85, subject_from="speaker"),
-    _r(lambda m: F.pet_facet(m.group("species")), rf"" + _CI(r'(?:a|an)\s+(?:new\s+)?(?:\w+\s+)?(?P<species>' + _species() + r')\s+(?:named|called)') + rf"\s+{F.NAME}", "name", 0.85, "state_change", subject_from="speaker"),
-    _r(lambda m: F.pet_facet(m.group("species")), rf"" + _CI(r'(?:my|our)\s+(?:\w+\s+)?(?P<species>' + _species() + r'),?') + rf"\s+{F.NAME}\b", "name", 0.8, subject_from="speaker"),
-    _r(lambda m: F.pet_facet(m.group("species")), rf"{F.NAME}\s+\(" + _CI(r'(?:my|our)\s+(?:[\w\-]+\s+){0,2}(?P<species>' + _species() + r')') + rf"\)", "name", 0.85, subject_from="speaker"),
-    _r(lambda m: F.pet_facet(m.group("species")), rf"{F.NAME},\s+" + _CI(r'(?:my|our)\s+(?:[\w\-]+\s+){0,2}(?P<species>' + _species() + r')') + rf"\b", "name", 0.8, subject_from="speaker"),
-    _r(lambda m: F.pet_facet(m.group("species")) if m.group("species") else "pet_name:?", rf"" + _CI(r'renam(?:ed|ing|e)\s+(?:her|him|it|them|(?:the|our|my)\s+(?P<species>' + _species() + r'))\s+(?:to\s+)?') + rf"{F.NAME}", "name", 0.9, "state_change", subject_from="speaker"),
-    _r("pet_name:?", rf"" + _CI(r'(?:her|his|its)\s+name\s+is|(?:we|i)\s+(?:named|called)\s+(?:her|him|it)|(?:she|he|it)[’\']?s\s+called|(?:she|he|it)\s+is\s+called') + rf"\s+{F.NAME}", "name", 0.85, "state_change", subject_from="speaker"),
+    _r(_pet, _CI(r"(?:my|our|the|his|her|their)\s+(?:new\s+|little\s+|old\s+|\w+\s+)?" + _SPECIES_G + r"(?:[’']s name)?\s+(?:is\s+)?(?:named|called|is called|is named|name is|is)") + r"\s+" + NAME, "name", 0.85, subject_from="speaker"),
+    _r(_pet, _CI(r"(?:a|an)\s+(?:new\s+)?(?:\w+\s+)?" + _SPECIES_G + r"\s+(?:named|called)") + r"\s+" + NAME, "name", 0.85, "state_change", subject_from="speaker"),
+    _r(_pet, _CI(r"(?:my|our)\s+(?:\w+\s+)?" + _SPECIES_G + r",?") + r"\s+" + NAME + r"\b", "name", 0.8, subject_from="speaker"),
+    _r(_pet, NAME + r"\s+\(" + _CI(r"(?:my|our)\s+(?:[\w\-]+\s+){0,2}" + _SPECIES_G) + r"\)", "name", 0.85, subject_from="speaker"),
+    _r(_pet, NAME + r",\s+" + _CI(r"(?:my|our)\s+(?:[\w\-]+\s+){0,2}" + _SPECIES_G) + r"\b", "name", 0.8, subject_from="speaker"),
+    _r(_pet, _CI(r"renam(?:ed|ing|e)\s+(?:her|him|it|them|(?:the|our|my)\s+" + _SPECIES_G + r")\s+(?:to\s+)?") + NAME, "name", 0.9, "state_change", subject_from="speaker"),
+    _r("pet_name:?", _CI(r"(?:her|his|its)\s+name\s+is|(?:we|i)\s+(?:named|called)\s+(?:her|him|it)|(?:she|he|it)[’']?s\s+called|(?:she|he|it)\s+is\s+called") + r"\s+" + NAME, "name", 0.85, "state_change", subject_from="speaker"),
+    # family members
+    _r(lambda m: F.family_facet(m.group("rel")), _CI(r"\b(?:my|our)\s+(?:little\s+|big\s+|older\s+|younger\s+|baby\s+|twin\s+)?(?P<rel>" + _RELATIVE_ALT + r")") + r",?\s+" + NAME, "name", 0.85, subject_from="speaker"),
+    # instrument
+    _r("instrument", _S + _CI(r"(?:play|playing|played|learning|learn|practi[cs]e|practi[cs]ing|took up|started)\s+(?:the\s+)?(?P<value>" + _INSTRUMENT_ALT + r")") + r"\b", "thing", 0.85, "preference"),
+    _r("instrument", _CI(r"\b(?:my|our|i[’']ve got an?|i have an?|got an?)\s+(?P<value>" + _INSTRUMENT_ALT + r")\s+(?:lessons?|teacher|practice|recital|exam|solo|part|audition)"), "thing", 0.75, "preference", subject_from="speaker"),
     # diet
-    _r("diet", rf"{_S}" + _CI(r'(?:(?:gone|went|going|go|turned|become|became|being|stay(?:ing)?|been|trying|try)\s+)?(?:to\s+be\s+)?(?:fully\s+|strictly\s+|mostly\s+|completely\s+|a\s+|an\s+)?(?P<value>' + _diets() + r')') + rf"\b", "thing", 0.85),
-    _r("diet", rf"" + _CI(r'(?:being|as an?|switched to(?: being)?|switching to(?: being)?|went|gone)\s+(?:fully\s+|strictly\s+)?(?P<value>' + _diets() + r')') + rf"\b", "thing", 0.75, subject_from="speaker"),
-    _r("diet", rf"" + _CI(r'(?P<value>eating meat again|back on meat|started eating meat|eat meat again)') + rf"", "thing", 0.8, subject_from="speaker"),
-    # coffee / usual drink
-    _r("coffee", rf"" + _CI(r'(?P<value>' + _coffees() + r')') + rf"\s+" + _CI(r'for me|is my (?:go-to|usual|thing|order|drink)|all the way|every time|always|now|these days') + rf"", "thing", 0.8, subject_from="speaker"),
-    _r("coffee", rf"" + _CI(r'(?:my\s+)?(?:usual|go-to|order|drink|coffee)\s+(?:is|[’\']s)\s+(?:now\s+|still\s+)?(?:an?\s+)?(?P<value>' + _coffees() + r')') + rf"", "thing", 0.85, subject_from="speaker"),
-    _r("coffee", rf"{_S}" + _CI(r'(?:drink|drinking|order|ordering|get|getting|switched to|switching to|moved on to|into|hooked on|obsessed with|addicted to|having|living on|converted to)\s+(?:an?\s+|the\s+|my\s+)?(?:\w+\s+)?(?P<value>' + _coffees() + r')') + rf"", "thing", 0.8),
-    _r("coffee", rf"^" + _CI(r'(?P<value>' + _coffees() + r')') + rf"[,!.]", "thing", 0.65, subject_from="speaker"),
+    _r("diet", _S + _CI(r"(?:(?:gone|went|going|go|turned|become|became|being|stay(?:ing)?|been|trying|try)\s+)?(?:to\s+be\s+)?(?:fully\s+|strictly\s+|mostly\s+|completely\s+|a\s+|an\s+)?(?P<value>" + _DIET_ALT + r")") + r"\b", "thing", 0.85, "preference"),
+    _r("diet", _CI(r"(?:being|as an?|switched to(?: being)?|switching to(?: being)?|went|gone)\s+(?:fully\s+|strictly\s+)?(?P<value>" + _DIET_ALT + r")") + r"\b", "thing", 0.75, "preference", subject_from="speaker"),
+    _r("diet", _CI(r"(?P<value>eating meat again|back on meat|started eating meat|eat meat again)"), "thing", 0.8, "preference", subject_from="speaker"),
+    # usual coffee / drink
+    _r("coffee", _CI(r"(?P<value>" + _COFFEE_ALT + r")\s+(?:for me|is my (?:go-to|usual|thing|order|drink)|all the way|every time|always|these days)"), "thing", 0.8, "preference", subject_from="speaker"),
+    _r("coffee", _CI(r"(?:my\s+)?(?:usual|go-to|order|drink|coffee)\s+(?:is|[’']s)\s+(?:now\s+|still\s+)?(?:an?\s+)?(?P<value>" + _COFFEE_ALT + r")"), "thing", 0.85, "preference", subject_from="speaker"),
+    _r("coffee", _S + _CI(r"(?:drink|drinking|order|ordering|get|getting|switched to|switching to|moved on to|into|hooked on|obsessed with|addicted to|having|living on|converted to|stick to|sticking to|stick with)\s+(?:an?\s+|the\s+|my\s+)?(?:\w+\s+)??(?P<value>" + _COFFEE_ALT + r")"), "thing", 0.8, "preference"),
+    _r("coffee", _CI(r"\b(?:it[’']s|its)\s+(?:an?\s+)?(?P<value>" + _COFFEE_ALT + r")\s+(?:every|each)\s+(?:morning|day)"), "thing", 0.8, "preference", subject_from="speaker"),
+    _r("coffee", r"^" + _CI(r"(?P<value>" + _COFFEE_ALT + r")") + r"[,!.]", "thing", 0.65, "preference", subject_from="speaker"),
     # sport
-    _r("sport", rf"{_S}" + _CI(r'(?:play|playing|played|do|doing|took up|taken up|taking up|started|start|starting|got into|getting into|joined|signed up for|into|obsessed with|switched to|switching to|moved to|picked up|doing)\s+(?:some\s+|a\s+|the\s+)?(?P<value>' + _sports() + r')') + rf"\b", "thing", 0.75),
-    _r("sport", rf"" + _CI(r'(?:i[’\']ve got|i have|got|i[’\']ve)\s+(?P<value>' + _sports() + r')\s+(?:tonight|tomorrow|later|practice|training|club|league|lessons?|this evening|on \w+day)') + rf"", "thing", 0.75, subject_from="speaker"),
-    _r("sport", rf"" + _CI(r'(?:my|our)\s+(?P<value>' + _sports() + r')\s+(?:league|club|team|lessons?|sessions?|coach|partner|games?|matches)') + rf"", "thing", 0.7, subject_from="speaker"),
+    _r("sport", _S + _CI(r"(?:play|playing|played|do|doing|took up|taken up|taking up|started|start|starting|got into|getting into|joined|signed up for|into|obsessed with|switched to|switching to|moved to|picked up)\s+(?:some\s+|a\s+|the\s+)?(?P<value>" + _SPORT_ALT + r")") + r"\b", "thing", 0.75, "preference"),
+    _r("sport", _CI(r"(?:i[’']ve got|i have|got|i[’']ve)\s+(?P<value>" + _SPORT_ALT + r")\s+(?:tonight|tomorrow|later|practice|training|club|league|lessons?|this evening|on \w+day)"), "thing", 0.75, "preference", subject_from="speaker"),
+    _r("sport", _CI(r"(?:my|our|joined an?|joining an?|signed up for an?)\s+(?:local\s+)?(?P<value>" + _SPORT_ALT + r")\s+(?:league|club|team|lessons?|sessions?|coach|partner|games?|matches|group)"), "thing", 0.75, "preference", subject_from="speaker"),
+    _r("sport", _S + _CI(r"(?:sticking with|stick with|stuck with|staying with|back to|into|loving|love)\s+(?P<value>" + _SPORT_ALT + r")") + r"\b", "thing", 0.8, "preference"),
+    _r("sport", _CI(r"\b(?:a|an)\s+(?:keen\s+|proper\s+|real\s+)?(?P<value>swimmer|runner|cyclist|climber|boulderer|surfer|skier|golfer|rower|boxer|skater|dancer)\s+now\b"), "thing", 0.75, "preference", subject_from="speaker"),
+    _r("sport", _CI(r"\bwho[’']s\s+(?:a|an)\s+(?P<value>swimmer|runner|cyclist|climber|boulderer|surfer|skier|golfer|rower|boxer|skater|dancer)\s+now\b"), "thing", 0.75, "preference", subject_from="speaker"),
+    _r("sport", _CI(r"^no\s+(?P<value>" + _SPORT_ALT + r")\b"), "thing", 0.7, "preference", negated=True, subject_from="speaker"),
     # hobby lists ("I love pottery, hiking and painting")
-    _r("hobbies", rf"{SUBJ}{_CI(F.AUX)}\s+" + _CI(r'(?:also\s+|really\s+)?(?:love|enjoy|like|adore|am into|[’\']m into|am really into|[’\']m really into)') + rf"\s+{_LIST}", "list", 0.8),
-    _r("hobbies", rf"" + _CI(r'(?:my\s+)?(?:hobbies|hobby list|free time|spare time)\s+(?:are|is|now|these days|=|:)\s*(?:now\s+)?(?:mostly\s+)?') + rf"{_LIST}", "list", 0.8, subject_from="speaker"),
+    _r("hobbies", SUBJ + _CI(F.AUX) + r"\s+" + _CI(r"(?:also\s+|really\s+)?(?:love|enjoy|like|adore|am into|[’']m into|am really into|[’']m really into)") + r"\s+" + _LIST, "list", 0.8, "preference"),
+    _r("hobbies", _CI(r"(?:my\s+)?(?:hobbies|hobby list|free time|spare time|weekends)\s+(?:are|is|now|these days|=|:)\s*(?:now\s+)?(?:mostly\s+|all about\s+)?") + _LIST, "list", 0.8, "preference", subject_from="speaker"),
     # partner / relationship
-    _r("partner", rf"" + _CI(r'(?:my|our)\s+(?:new\s+)?(?:boyfriend|girlfriend|partner|husband|wife|fianc[eé]e?)\s*(?:[,(]\s*)?') + rf"{F.NAME}", "name", 0.75, subject_from="speaker"),
-    _r("partner", rf"{_S}" + _CI(r'(?:dating|seeing|engaged to|married to|marrying|going out with|moved in with)') + rf"\s+{F.NAME}", "name", 0.8),
-    _r("relationship", rf"{_S}" + _CI(r'(?:now\s+|officially\s+|finally\s+|just\s+got\s+|got\s+)?(?P<value>engaged|married|single|divorced|separated)') + rf"\b", "thing", 0.85),
+    _r("partner", _CI(r"(?:my|our)\s+(?:new\s+)?(?:boyfriend|girlfriend|partner|husband|wife|fianc[eé]e?)\s*(?:[,(]\s*)?") + NAME, "name", 0.75, "state_change", subject_from="speaker"),
+    _r("partner", r"\(" + _CI(r"(?:boyfriend|girlfriend|partner|husband|wife|fianc[eé]e?)") + r"\s+" + NAME, "name", 0.75, "state_change", subject_from="speaker"),
+    _r("partner", _S + _CI(r"(?:dating|seeing|engaged to|married to|marrying|going out with|moved in with)") + r"\s+" + NAME, "name", 0.8, "state_change"),
+    _r("relationship", _S + _CI(r"(?:now\s+|officially\s+|finally\s+|just\s+got\s+|got\s+)?(?P<value>engaged|married|single|divorced|separated)") + r"\b", "thing", 0.85, "state_change"),
     # trips
-    _r("trip_destination", rf"{_S}" + _CI(r'(?:booked|booking|book)\s+(?:a\s+|the\s+|our\s+|my\s+)?(?:\w+\s+)?(?:flights?|trip|tickets?|holiday|getaway|break)?\s*(?:to|for)?') + rf"\s*{F.CAP}", "place", 0.8, "plan"),
-    _r("trip_destination", rf"{_S}" + _CI(r'(?:fly(?:ing)?|flew|travel(?:l?ing)?|heading|off|going)\s+(?:out\s+)?to') + rf"\s+{F.CAP}\s+" + _CI(r'(?:in|on|for|next|this|at the end|after)') + rf"", "place", 0.7, "plan"),
-    _r("trip_destination", rf"" + _CI(r'(?:trip|holiday|vacation|flights?|getaway|honeymoon)\s+(?:to|in)') + rf"\s+{F.CAP}", "place", 0.75, "plan", subject_from="speaker"),
+    _r("trip_destination", _S + _CI(r"(?:booked|booking|book)\s+(?:a\s+|the\s+|our\s+|my\s+)?(?:\w+\s+)?(?:flights?|trip|tickets?|holiday|getaway|break)\s+(?:to|for|in)") + r"\s+" + CAP, "place", 0.8, "plan"),
+    _r("trip_destination", _S + _CI(r"(?:booked|booking)") + r"\s+" + CAP, "place", 0.75, "plan"),
+    _r("trip_destination", _S + _CI(r"(?:fly(?:ing)?|flew|travel(?:l?ing)?|heading|off|going)\s+(?:out\s+)?to") + r"\s+" + CAP + r"\s+" + _CI(r"(?:in|on|for|next|this|at the end|after)"), "place", 0.7, "plan"),
+    _r("trip_destination", _CI(r"(?:trip|holiday|vacation|flights?|getaway|honeymoon)\s+(?:to|in)") + r"\s+" + CAP, "place", 0.75, "plan", subject_from="speaker"),
+    _r("trip_destination", _S + _CI(r"(?:doing|going to|visiting|going with|chose|picked)") + r"\s+" + CAP + r"\s+" + _CI(r"instead"), "place", 0.8, "plan"),
     # dates of planned events
-    _r(lambda m: F.date_facet(m.group("event")), rf"" + _CI(r'(?:the|my|our|his|her|their)\s+(?P<event>' + _events() + r')\s+(?:date\s+)?(?:is|[’\']s|was|will be|has been)?\s*(?:now\s+|officially\s+|still\s+)?(?:on|for|set for|moved to|pushed (?:back )?to|postponed to|rescheduled (?:for|to)|booked for|happening on|planned for|confirmed for)') + rf"\s+{_DATE_TAIL}", "date", 0.85, "plan", subject_from="speaker"),
-    _r(lambda m: F.date_facet(m.group("event")), rf"" + _CI(r'(?:moved|moving|pushed|pushing|postponed|postponing|rescheduled|rescheduling|rebooked|rebooking|changed|shifted|bumped|brought)\s+(?:back\s+|forward\s+)?(?:the|my|our)\s+(?P<event>' + _events() + r')\s+(?:date\s+)?(?:back\s+|forward\s+)?(?:to|for|until|till)') + rf"\s+{_DATE_TAIL}", "date", 0.9, "plan", subject_from="speaker"),
-    _r(lambda m: F.date_facet(m.group("event")), rf"" + _CI(r'set\s+(?:a|the|our)\s+(?P<event>' + _events() + r')\s+date') + rf"[!:,.\s]*{_DATE_TAIL}", "date", 0.9, "plan", subject_from="speaker"),
-    _r("date:trip", rf"" + _CI(r'(?:booked|rebooked|moved|changed|switched)\s+(?:the\s+|my\s+|our\s+)?(?:flights?|tickets?|trip)\s+(?:\w+\s+){0,3}?(?:for|to)') + rf"\s+{_DATE_TAIL}", "date", 0.85, "plan", subject_from="speaker"),
-    _r("date:trip", rf"" + _CI(r'(?:leaving|departing|fly(?:ing)? out|flying out|we fly|i fly)\s+(?:on\s+)?') + rf"{_DATE_TAIL}", "date", 0.7, "plan", subject_from="speaker"),
-    _r(lambda m: F.date_facet(m.group("event")), rf"" + _CI(r'(?P<event>' + _events() + r')\s+(?:is|[’\']s)\s+(?:now\s+)?(?:on|for)') + rf"\s+{_DATE_TAIL}", "date", 0.75, "plan", subject_from="speaker"),
+    _r(_date_of, _CI(r"(?:the|my|our|his|her|their)\s+" + _EVENT_G + r"\s+(?:date\s+)?(?:is|[’']s|was|will be|has been)?\s*(?:now\s+|officially\s+|still\s+)?(?:on|for|set for|moved to|pushed (?:back )?to|postponed to|rescheduled (?:for|to)|booked for|happening on|planned for|confirmed for)") + r"\s+" + _DATE_TAIL, "date", 0.85, "plan", subject_from="speaker"),
+    _r(_date_of, _CI(r"(?:moved|moving|pushed|pushing|postponed|postponing|rescheduled|rescheduling|rebooked|rebooking|changed|shifted|bumped|brought)\s+(?:back\s+|forward\s+)?(?:the|my|our)\s+" + _EVENT_G + r"\s+(?:date\s+)?(?:back\s+|forward\s+)?(?:to|for|until|till)") + r"\s+" + _DATE_TAIL, "date", 0.9, "plan", subject_from="speaker"),
+    _r(_date_of, _CI(r"set\s+(?:a|the|our)\s+" + _EVENT_G + r"\s+date") + r"[!:,.\s]*" + _DATE_TAIL, "date", 0.9, "plan", subject_from="speaker"),
+    _r(_date_of, _CI(r"\bnew\s+" + _EVENT_G + r"\s+date\s+(?:is|[’']s)") + r"\s+" + _DATE_TAIL, "date", 0.9, "plan", subject_from="speaker"),
+    _r("date:trip", _CI(r"(?:booked|rebooked|moved|changed|switched)\s+(?:the\s+|my\s+|our\s+)?(?:flights?|tickets?|trip)\s+(?:\w+\s+){0,3}?(?:for|to)") + r"\s+" + _DATE_TAIL, "date", 0.85, "plan", subject_from="speaker"),
+    _r("date:trip", _CI(r"\b(?:new\s+)?(?:departure|flight|travel|leaving)\s+date\s+(?:is|[’']s)") + r"\s+" + _DATE_TAIL, "date", 0.85, "plan", subject_from="speaker"),
+    _r("date:trip", _CI(r"(?:leaving|departing|fly(?:ing)? out|flying out|we fly|i fly)\s+(?:on\s+)?") + _DATE_TAIL, "date", 0.7, "plan", subject_from="speaker"),
+    _r("date:wedding", _CI(r"\b(?:getting married|get married|tying the knot)\b") + r"\s+" + _DATE_TAIL, "date", 0.8, "plan", subject_from="speaker"),
+    _r(_date_of, _CI(r"\b" + _EVENT_G + r"\s+(?:is|[’']s)\s+(?:now\s+)?(?:on|for)") + r"\s+" + _DATE_TAIL, "date", 0.75, "plan", subject_from="speaker"),
+    _r(_date_of, _CI(r"\b(?:aiming|planning|hoping|due|set|scheduled|going|ready|plan|hope)\s+to\s+(?P<event>launch|open|release|ship|go live|graduate|move|finish)\b(?:\s+[\w'’]+){0,3}?\s+(?:in|on|for|by|around)") + r"\s+" + _DATE_TAIL, "date", 0.8, "plan", subject_from="speaker"),
+    _r(_date_of, _CI(r"\b(?:we|i|they|she|he)\s+(?P<event>launched|opened|released|graduated|moved|shipped|went live)\s+(?:on|in)") + r"\s+" + _DATE_TAIL, "date", 0.85, "state_change", subject_from="speaker"),
+    _r("date:?", _CI(r"\b(?:aiming for|going for|targeting|now looking at|pushed to|pushed back to|moved to|slipped to|postponed to|now set for)") + r"\s+" + _DATE_TAIL, "date", 0.75, "plan", subject_from="speaker"),
     # venues
-    _r(lambda m: F.venue_facet(m.group("event")), rf"" + _CI(r'(?:the|our|my)\s+(?P<event>wedding|party|reception|ceremony|housewarming)\s+(?:is|[’\']s|will be)\s+(?:now\s+)?(?:going to be\s+)?(?:at|in)') + rf"\s+(?P<value>[^.,!?;]{{3,60}})", "place", 0.8, "plan", subject_from="speaker"),
+    _r(lambda m: F.venue_facet(m.group("event")), _CI(r"(?:the|our|my)\s+(?P<event>wedding|party|reception|ceremony|housewarming)\s+(?:is|[’']s|will be)\s+(?:now\s+)?(?:going to be\s+)?(?:at|in)") + r"\s+(?P<value>[^.,!?;]{3,60}?)(?=\s+(?:in the end|instead|now|then)\b|[.,!?;]|$)", "venue", 0.8, "plan", subject_from="speaker"),
+    _r("venue:wedding", _CI(r"\b(?:it[’']s|it is|it[’']ll be|it will be)\s+(?:now\s+)?(?:going to be\s+)?at") + r"\s+(?P<value>[^.,!?;]{3,60}?)(?=\s+(?:in the end|instead|now|then)\b|[.,!?;]|$)", "venue", 0.75, "plan", subject_from="speaker"),
+    _r("venue:wedding", _CI(r"\b(?:a\s+)?(?:small|big|tiny|quiet|little|low-key)\s+(?:thing|do|affair|ceremony|party)\s+at") + r"\s+(?P<value>[^.,!?;]{3,60}?)(?=[.,!?;]|$)", "venue", 0.7, "plan", subject_from="speaker"),
     # favourites
-    _r(lambda m: F.favourite_facet(m.group("cat")), rf"" + _CI(r'(?:my|our)\s+(?:all-time\s+|new\s+|absolute\s+)?favou?rite\s+(?P<cat>[a-z]+(?:\s+[a-z]+)?)\s+(?:is|are|has to be|would be|[’\']s)\s+(?:now\s+|still\s+|probably\s+|definitely\s+)?') + rf"(?P<value>[^.,!?;]{{1,40}})", "thing", 0.85, "preference", subject_from="speaker"),
-    _r(lambda m: F.favourite_facet(m.group("cat")), rf"{F.CAP}\s+" + _CI(r'(?:is|are)\s+(?:still\s+|now\s+)?(?:my|our)\s+(?:all-time\s+|new\s+)?favou?rite\s+(?P<cat>[a-z]+)') + rf"", "thing", 0.85, "preference", subject_from="speaker"),
+    _r(lambda m: F.favourite_facet(m.group("cat")), _CI(r"(?:my|our)\s+(?:all-time\s+|new\s+|absolute\s+)?favou?rite\s+(?P<cat>[a-z]+(?:\s+[a-z]+)?)\s+(?:is|are|has to be|would be|[’']s)\s+(?:now\s+|still\s+|probably\s+|definitely\s+)?") + r"(?P<value>[^.,!?;]{1,40})", "thing", 0.85, "preference", subject_from="speaker"),
+    _r(lambda m: F.favourite_facet(m.group("cat")), CAP + r"\s+" + _CI(r"(?:is|are)\s+(?:still\s+|now\s+)?(?:my|our)\s+(?:all-time\s+|new\s+)?favou?rite\s+(?P<cat>[a-z]+)"), "thing", 0.85, "preference", subject_from="speaker"),
+    _r(lambda m: F.favourite_facet(m.group("cat")), r"^" + _CI(r"(?:still|now|definitely|easily)?\s*(?:my|our)\s+(?:all-time\s+|new\s+)?favou?rite\s+(?P<cat>[a-z]+)") + r"(?P<value>)", "prev", 0.75, "preference", subject_from="speaker"),
     # cars
-    _r("car", rf"{_S}" + _CI(r'(?:bought|buy|buying|get|getting|got|picked up|ended up with|ended up getting|drive|driving|leasing|leased|ordered|test drove|went for|going for)\s+(?:a|an|the|our|my)\s+(?:new\s+|used\s+|second-hand\s+|secondhand\s+|little\s+)?') + rf"(?P<value>(?:{CAR_MAKES})(?:\s+[A-Z0-9][\w\-]+){{0,2}})", "thing", 0.8, "state_change"),
+    _r("car", _S + _CI(r"(?:bought|buy|buying|get|getting|got|picked up|ended up with|ended up getting|drive|driving|leasing|leased|ordered|test drove|went for|going for)\s+(?:a|an|the|our|my)\s+(?:new\s+|used\s+|second-hand\s+|secondhand\s+|little\s+)?") + r"(?P<value>(?:" + CAR_MAKES + r")(?:\s+[A-Z0-9][\w\-]+){0,2})", "thing", 0.8, "state_change"),
+    _r("car", _CI(r"\b(?:a|an|the|our|my|new)\s+(?:new\s+|used\s+|second-hand\s+)?") + r"(?P<value>(?:" + CAR_MAKES + r")(?:\s+[A-Z0-9][\w\-]+){0,2})", "thing", 0.65, "state_change", subject_from="speaker"),
 ]
 
 
@@ -323,7 +360,7 @@ def _clean_value(value: str, kind: str) -> str:
 _NOT_A_PLACE = frozenset(
     "I We You He She They It The A An My Our This That There Here Monday Tuesday Wednesday Thursday Friday Saturday "
     "Sunday January February March April May June July August September October November December Christmas Easter "
-    "Spring Summer Autumn Winter Next Last Mum Mom Dad Tom".split()
+    "Spring Summer Autumn Winter Next Last Mum Mom Dad".split()
 )
 
 
@@ -332,6 +369,7 @@ class _Context:
     """What earlier sentences of the session said, for anaphora ('there', 'her name is')."""
 
     last_place: tuple[int, str] | None = None
+    prev_message: MessageIn | None = None
     last_species: dict[str, str] = field(default_factory=dict)
     recent: list[EventOut] = field(default_factory=list)
 
@@ -363,8 +401,12 @@ class RuleExtractor:
         for msg, doc in zip(messages, docs):
             base = parse_iso(msg.timestamp) if msg.timestamp else None
             msg_events: list[EventOut] = []
-            for s_idx, sent in enumerate(doc.sents):
-                msg_events.extend(self._sentence(msg, sent, s_idx, base, ctx, known + events + msg_events))
+            sents = list(doc.sents)
+            for s_idx, sent in enumerate(sents):
+                around = (sents[s_idx - 1].text if s_idx else "", sents[s_idx + 1].text if s_idx + 1 < len(sents) else "")
+                msg_events.extend(self._sentence(msg, sent, s_idx, base, ctx, known + events + msg_events, around))
+            ctx.prev_message = msg
+            msg_events = _dedupe(msg_events)
             # Cross-message causal cue: "So I took up swimming" after the cause.
             first = next(iter(doc.sents), None)
             if first is not None and _CROSS_CAUSE.match(first.text.strip()) and prev_msg_events and msg_events:
@@ -379,7 +421,8 @@ class RuleExtractor:
         return events
 
     # one sentence → zero or more events
-    def _sentence(self, msg: MessageIn, sent: Any, s_idx: int, base: dt.datetime | None, ctx: _Context, known: list[EventOut]) -> list[EventOut]:
+    def _sentence(self, msg: MessageIn, sent: Any, s_idx: int, base: dt.datetime | None, ctx: _Context, known: list[EventOut],
+                  around: tuple[str, str] = ("", "")) -> list[EventOut]:
         text = sent.text.strip()
         speaker = msg.speaker
         other = self._other(speaker)
@@ -394,7 +437,7 @@ class RuleExtractor:
             return []
         dates = find_dates(text, base, future=bool(_PLAN.search(text)))
         out: list[EventOut] = []
-        facet_hits = self._facets(msg, sent, text, ctx, known, other)
+        facet_hits = self._facets(msg, sent, text, ctx, known, other, around)
         description = third_person(sent, speaker, other)
         for hit in facet_hits:
             out.append(self._event(msg, s_idx, text, description, dates, **hit))
@@ -435,27 +478,36 @@ class RuleExtractor:
         )
         return has_subject and (content_verb or len(words) >= 5)
 
-    def _facets(self, msg: MessageIn, sent: Any, text: str, ctx: _Context, known: list[EventOut], other: str | None) -> list[dict[str, Any]]:
+    def _facets(self, msg: MessageIn, sent: Any, text: str, ctx: _Context, known: list[EventOut], other: str | None,
+                around: tuple[str, str] = ("", "")) -> list[dict[str, Any]]:
         speaker = msg.speaker
         hits: list[dict[str, Any]] = []
-        taken: set[str] = set()
+        taken: set[tuple[str, bool]] = set()
         ents = {e.text: e.label_ for e in sent.ents}
         about_other = other is not None and bool(re.search(r"\b(you|your)\b", text, re.I)) and not re.search(r"\b(i|my|we|our|me)\b", text, re.I)
+        default_subject = other if about_other else speaker
+        third_party = _third_party_subject(sent, self.participants)
+
+        def add(subject: str, facet: str, value: str, kind: str, confidence: float, event_type: str | None, negated: bool) -> None:
+            if (facet, negated) in taken or (facet, False) in taken and negated:
+                return
+            if not negated and (facet, True) in taken:
+                # "no longer X ... Y instead": keep both; the positive one carries the revision
+                confidence = max(confidence, 0.9)
+            taken.add((facet, negated))
+            hits.append(dict(subject=subject, facet=facet, value=value, kind=kind, confidence=confidence,
+                             event_type=event_type, negated=negated))
+
         # 1. explicit substitutions resolve the facet through the old value
         for regex in SUBSTITUTIONS:
             for m in regex.finditer(text):
-                old, new = m.group("old"), m.group("new")
-                subject = other if about_other else speaker
-                prior = _find_by_value(known, subject, old)
-                if prior is None or not new.strip():
+                prior = _find_by_value(known, default_subject, m.group("old"))
+                if prior is None or not prior.facet:
                     continue
-                value = _clean_value(new, F.facet_kind(prior.facet or ""))
-                if F.normalise_value(value) == prior.value_norm or not value:
+                value = _value_for_facet(m.group("new"), prior.facet)
+                if not value or F.normalise_value(value) == prior.value_norm:
                     continue
-                if prior.facet and prior.facet not in taken:
-                    taken.add(prior.facet)
-                    hits.append(dict(subject=subject, facet=prior.facet, value=value, kind=F.facet_kind(prior.facet),
-                                     confidence=0.95, event_type="state_change", negated=False))
+                add(default_subject, prior.facet, value, F.facet_kind(prior.facet), 0.95, "state_change", False)
         # 2. facet patterns
         for rule in RULES:
             for m in rule.regex.finditer(text):
@@ -463,42 +515,73 @@ class RuleExtractor:
                 if rule.subject_from == "subj":
                     subject = _subject_of(m.groupdict().get("subj"), speaker, other, self.participants)
                 else:
-                    subject = other if about_other else speaker
+                    subject = default_subject
+                    if third_party and not facet.startswith(("family:", "pet_name:", "partner", "favourite:")):
+                        continue
                 if subject is None:
                     continue
+                if facet == "employer" and re.search(r"(?i)\b(club|league|society|choir|team|gym|group|class)\b", m.groupdict().get("value") or ""):
+                    facet = "club"
+                if facet == "date:?":
+                    facet = _latest_date_facet(known, subject)
+                    if facet is None:
+                        continue
                 if facet == "pet_name:?":
                     species = ctx.last_species.get(speaker) or _latest_pet_species(known, subject)
                     facet = F.pet_facet(species) if species else "pet_name:pet"
-                if facet in taken:
-                    continue
                 value = m.groupdict().get("value") or ""
-                if rule.kind == "there":
+                kind = rule.kind
+                if kind == "there":
                     if ctx.last_place is None or msg.seq - ctx.last_place[0] > 4:
                         continue
-                    value = ctx.last_place[1]
-                if rule.kind == "date":
-                    mentions = find_dates(m.group("tail"), parse_iso(msg.timestamp) if msg.timestamp else None, future=True)
+                    value, kind = ctx.last_place[1], "place"
+                elif kind == "prev":
+                    value = _first_capitalised(around[0])
+                    kind = "thing"
+                elif kind == "date":
+                    base = parse_iso(msg.timestamp) if msg.timestamp else None
+                    tail = m.group("tail")
+                    ahead = rule.event_type == "plan"  # a plan names a date ahead, not one past
+                    mentions = (find_dates(tail, base, future=ahead) or find_dates("in " + tail, base, future=ahead)
+                                or find_dates(tail + " " + around[1], base, future=ahead))
                     if not mentions:
                         continue
                     dm = mentions[0]
                     value = format_date(dm.date, dm.granularity if dm.granularity != "week" else "day")
-                value = _clean_value(value, rule.kind)
-                if not value or not self._valid_value(value, rule.kind, ents, facet):
+                value = _clean_value(value, kind)
+                if facet == "sport":
+                    value = _SPORT_PEOPLE.get(value.lower(), value)
+                if not value or not self._valid_value(value, kind, ents, facet):
                     continue
-                negated = rule.negated or self._negated_before(text, m.start("value") if m.groupdict().get("value") is not None and m.start("value") >= 0 else m.start())
-                taken.add(facet)
-                hits.append(dict(subject=subject, facet=facet, value=value, kind=rule.kind, confidence=rule.confidence,
-                                 event_type=rule.event_type, negated=negated))
-        # 3. retractions of a known value with no new value ("I'm no longer vegetarian")
+                vpos = m.start("value") if m.groupdict().get("value") else m.start()
+                negated = rule.negated or self._negated_before(text, vpos)
+                add(subject, facet, value, kind, rule.confidence, rule.event_type, negated)
+        # 3. a new value with a revision cue but no old value: "switched to Greenleaf", "doing Lisbon instead"
+        for regex in NEW_VALUE_CUES:
+            for m in regex.finditer(text):
+                value = _clean_value(m.group("new"), "place")
+                if not value or not value[0].isupper() or value.split()[0] in _NOT_A_PLACE:
+                    continue
+                facet = _facet_for_new_value(known, default_subject, value, text, ents)
+                if facet is None or any(h["facet"] == facet and not h["negated"] for h in hits):
+                    continue
+                add(default_subject, facet, value, F.facet_kind(facet), 0.85, "state_change", False)
+        # 4. retractions of a known value with no new value ("I'm no longer vegetarian")
         for regex in RETRACTIONS:
             for m in regex.finditer(text):
-                subject = other if about_other else speaker
-                prior = _find_by_value(known, subject, m.group("old"))
-                if prior is None or prior.facet in taken:
+                prior = _find_by_value(known, default_subject, m.group("old"))
+                if prior is None or not prior.facet or any(h["facet"] == prior.facet for h in hits if not h["negated"]):
                     continue
-                taken.add(prior.facet or "")
-                hits.append(dict(subject=subject, facet=prior.facet, value=prior.value or "", kind=F.facet_kind(prior.facet or ""),
-                                 confidence=0.85, event_type="state_change", negated=True))
+                add(default_subject, prior.facet, prior.value or "", F.facet_kind(prior.facet), 0.85, "state_change", True)
+        # 5. a short answer to the other person's question about a facet ("Pottery, bouldering and baking, mostly.")
+        prev = ctx.prev_message
+        if not hits and prev is not None and prev.speaker != speaker and "?" in prev.text:
+            for facet, regex in ANSWER_SHAPES:
+                if re.search(F.FACETS[facet].question, prev.text, re.I) or (facet == "hobbies" and re.search(r"\b(weekends?|for fun|free time|spare time|filling)\b", prev.text, re.I)):
+                    m = regex.match(text)
+                    if m:
+                        add(speaker, facet, _clean_value(m.group("value"), "list"), F.facet_kind(facet), 0.7, "preference", False)
+                        break
         return hits
 
     @staticmethod
@@ -506,19 +589,20 @@ class RuleExtractor:
         window = text[max(0, pos - 25):pos]
         return bool(re.search(r"\b(not|never|no longer|don[’']t|didn[’']t|isn[’']t|aren[’']t|won[’']t|wasn[’']t)\b", window, re.I)) and not re.search(r"\bnot only\b", window, re.I)
 
-    @staticmethod
-    def _valid_value(value: str, kind: str, ents: dict[str, str], facet: str) -> bool:
+    def _valid_value(self, value: str, kind: str, ents: dict[str, str], facet: str) -> bool:
         first = value.split()[0]
-        if kind in ("place", "org", "name", "there"):
+        if kind in ("place", "org", "name"):
             if first in _NOT_A_PLACE or not first[:1].isupper():
                 return False
             label = next((lab for txt, lab in ents.items() if value in txt or txt in value), None)
-            if kind == "org" and label in ("PERSON", "DATE", "TIME", "GPE") and not re.search(r"(?i)council|university|college|school|hospital|bank|ltd|inc|analytics|energy|health", value):
+            if label in ("DATE", "TIME", "CARDINAL", "ORDINAL", "MONEY", "QUANTITY", "PERCENT"):
                 return False
-            if kind == "place" and label in ("PERSON", "DATE", "TIME", "ORG", "NORP") and label != "GPE":
-                return label == "ORG" and facet.startswith("venue:")
-            if kind == "name" and label in ("GPE", "DATE", "TIME", "ORG"):
+            if kind in ("place", "org") and value in self.participants:
                 return False
+            if kind == "org" and label == "PERSON" and len(value.split()) == 1 and not facet == "employer":
+                return False
+        if kind == "venue" and (len(value) < 3 or find_dates(value, None)):
+            return False
         if kind == "thing" and len(value) < 2:
             return False
         if kind == "list" and value.count(",") + value.count(" and ") + value.count("&") < 1:
@@ -595,3 +679,103 @@ def _latest_pet_species(known: Sequence[EventOut], subject: str) -> str | None:
         if ev.subject == subject and ev.facet and ev.facet.startswith("pet_name:") and not ev.facet.endswith(":pet"):
             return ev.facet.split(":", 1)[1]
     return None
+
+
+NEW_VALUE_CUES = [
+    re.compile(r"(?i:\b(?:switched|switching|moved|moving|changed|went|gone|going|upgraded)\s+(?:over\s+)?to\s+(?:the\s+)?)(?P<new>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,3})"),
+    re.compile(r"(?P<new>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,3})(?i:\s+instead\b)"),
+    re.compile(r"(?i:\b(?:now it[’']s|it[’']s now|it[’']s going to be|it[’']ll be|going with|we chose|we picked|we went with|decided on)\s+)(?P<new>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,3})"),
+]
+ANSWER_SHAPES = [
+    ("hobbies", re.compile(r"^(?P<value>[A-Za-z][\w\-]*(?: [a-z][\w\-]*)?(?:, (?:and )?[a-z][\w\-]*(?: [a-z][\w\-]*)?)*,? (?:and|&) [a-z][\w\-]*(?: [a-z][\w\-]*)?)(?=\s*[.,!?;]|\s+(?:mostly|these days|now|at the moment|lately)\b|\s*$)")),
+    ("coffee", re.compile(r"^(?i:(?:an?\s+)?(?P<value>" + _COFFEE_ALT + r"))\b")),
+    ("sport", re.compile(r"^(?i:(?P<value>" + _SPORT_ALT + r"))\b")),
+]
+_PLACE_FACET_CUES = [
+    ("trip_destination", re.compile(r"(?i)\b(trip|holiday|vacation|flights?|fly|flying|booked|travel|visit|getaway)\b")),
+    ("moving_to", re.compile(r"(?i)\b(mov(?:e|ing)|relocat\w*|settl\w*|transfer)\b")),
+    ("residence", re.compile(r"(?i)\b(live|living|flat|apartment|house|place|keys)\b")),
+]
+
+
+def _facet_for_new_value(known: Sequence[EventOut], subject: str, value: str, text: str, ents: dict[str, str]) -> str | None:
+    """Which of the subject's facets a bare new value revises, from its kind and the sentence's words."""
+    label = next((lab for t, lab in ents.items() if value in t or t in value), None)
+    if label in ("ORG",) or re.search(r"(?i)\b(job|work|company|employer|council|role|notice)\b", text):
+        kinds = ["employer"]
+    elif label in ("GPE", "LOC", "FAC") or label is None:
+        kinds = [f for f, cue in _PLACE_FACET_CUES if cue.search(text)] or ["trip_destination", "moving_to", "residence"]
+    else:
+        return None
+    best: tuple[int, str] | None = None
+    for ev in known:
+        if ev.subject == subject and ev.facet in kinds:
+            rank = (ev.seq, ev.facet)
+            if best is None or rank[0] >= best[0]:
+                best = (ev.seq, ev.facet)
+    if best is not None:
+        return best[1]
+    return kinds[0] if label == "ORG" else None
+
+
+def _value_for_facet(raw: str, facet: str) -> str:
+    """Trim a captured new value to what the facet holds ('a galão every morning' → 'galão')."""
+    lexicons = {"coffee": F.COFFEES, "sport": F.SPORTS, "diet": tuple(F.DIETS), "instrument": F.INSTRUMENTS}
+    if facet in lexicons:
+        m = re.search(r"(?i)\b(" + _alt(lexicons[facet]) + r")\b", raw)
+        return m.group(1) if m else ""
+    value = re.split(r"(?i)\s+(?:every|each|from|at|for|with|because|since|on|in the)\b", raw)[0]
+    return _clean_value(value, F.facet_kind(facet))
+
+
+_SPORT_PEOPLE = {"swimmer": "swimming", "runner": "running", "cyclist": "cycling", "climber": "climbing",
+                 "boulderer": "bouldering", "surfer": "surfing", "skier": "skiing", "golfer": "golf", "rower": "rowing",
+                 "boxer": "boxing", "skater": "skating", "dancer": "dancing"}
+
+def _latest_date_facet(known: Sequence[EventOut], subject: str) -> str | None:
+    """The subject's most recently mentioned date facet ('we're now aiming for September')."""
+    for ev in reversed(known):
+        if ev.subject == subject and ev.facet and ev.facet.startswith("date:"):
+            return ev.facet
+    return None
+
+
+def _dedupe(events: list[EventOut]) -> list[EventOut]:
+    """One event per (subject, facet, value) within a message; the first sentence that states it wins."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for ev in events:
+        if ev.facet:
+            key = (ev.subject, ev.facet, ev.value_norm or "")
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(ev)
+    return out
+
+
+def _third_party_subject(sent: Any, participants: Sequence[str]) -> bool:
+    """True when the sentence's subject is a named person other than the participants ('Clara's flying out')."""
+    m = re.match(r"^(?:So |And |Also |But )?([A-Z][a-z]+)(?:[’']s| is| was| has| will|[’']ll)\s+\w+ing\b", sent.text.strip())
+    if m and m.group(1) not in participants and m.group(1) not in ("It", "That", "This", "There", "He", "She", "They", "Everyone"):
+        return True
+    for tok in sent:
+        if tok.dep_ in ("nsubj", "nsubjpass") and tok.head.dep_ == "ROOT":
+            if tok.pos_ == "PROPN" and tok.text not in participants and tok.ent_type_ in ("PERSON", ""):
+                # "Pepper is lying..." is fine for pets, handled by the caller's facet exemptions
+                return not any(c.lower_ in ("my", "our") for c in tok.children)
+            return False
+    return False
+
+
+def _first_capitalised(text: str) -> str:
+    """The first capitalised word run that does not start the sentence trivially ('Also Khruangbin announced' → 'Khruangbin')."""
+    for m in re.finditer(r"[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)*", text):
+        word = m.group(0)
+        if word.split()[0] in _NOT_A_PLACE or word.split()[0] in ("Also", "So", "And", "But", "Oh", "Still", "Just", "Anyway"):
+            rest = word.split()[1:]
+            if rest:
+                return " ".join(rest)
+            continue
+        return word
+    return ""

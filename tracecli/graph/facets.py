@@ -63,6 +63,18 @@ SPORTS = (
 )
 _SPORT_RE = "|".join(sorted((re.escape(s) for s in SPORTS), key=len, reverse=True))
 
+INSTRUMENTS = (
+    "piano", "guitar", "electric guitar", "bass", "bass guitar", "violin", "viola", "cello", "double bass", "drums",
+    "flute", "clarinet", "saxophone", "sax", "trumpet", "trombone", "ukulele", "harp", "banjo", "mandolin",
+    "accordion", "harmonica", "oboe", "bassoon", "keyboard", "synth", "organ", "french horn", "tuba",
+)
+RELATIVES = (
+    "sister", "brother", "mum", "mom", "mother", "dad", "father", "daughter", "son", "cousin", "aunt", "auntie",
+    "uncle", "niece", "nephew", "grandma", "grandmother", "gran", "granny", "grandpa", "grandfather", "grandad",
+    "stepdad", "stepmum", "stepmom", "stepsister", "stepbrother", "twin", "sister-in-law", "brother-in-law",
+    "best friend", "flatmate", "roommate", "housemate", "boss", "manager",
+)
+
 EVENT_NOUNS = (
     "wedding", "party", "birthday party", "housewarming", "concert", "gig", "launch", "graduation",
     "conference", "interview", "exam", "surgery", "operation", "appointment", "move", "moving day",
@@ -109,6 +121,14 @@ FACETS: dict[str, FacetSpec] = {
     for f in [
         FacetSpec("residence", "place", "state_change", "lives in / is moving to",
                   r"\b(live|lives|living|move|moving|moved|relocat\w*|settl\w*|based|home|stay(?:ing)?|reside\w*|flat|apartment|house)\b"),
+        FacetSpec("moving_to", "place", "plan", "is moving to",
+                  r"\b(mov(?:e|es|ing)|relocat\w*|settl\w*|emigrat\w*|transfer)\b"),
+        FacetSpec("hometown", "place", "state_change", "is originally from",
+                  r"\b(from originally|originally from|originally|hometown|home town|grew up|born|where is \w+ from|where does \w+ come from)\b"),
+        FacetSpec("instrument", "thing", "preference", "plays",
+                  r"\b(instrument|play the|plays the)\b"),
+        FacetSpec("club", "org", "state_change", "is a member of",
+                  r"\b(club|member|league|society|choir|team)\b"),
         FacetSpec("employer", "org", "state_change", "works at",
                   r"\b(work|works|working|job|employer|company|firm|employed|hired)\b"),
         FacetSpec("occupation", "thing", "state_change", "works as",
@@ -139,8 +159,21 @@ def pet_facet(species: str) -> str:
     return f"pet_name:{SPECIES.get(species.lower(), species.lower())}"
 
 
+def family_facet(relation: str) -> str:
+    rel = relation.lower().strip()
+    rel = {"mom": "mum", "mother": "mum", "father": "dad", "grandmother": "grandma", "gran": "grandma", "granny": "grandma",
+           "grandfather": "grandpa", "grandad": "grandpa", "auntie": "aunt", "roommate": "flatmate", "housemate": "flatmate"}.get(rel, rel)
+    return f"family:{rel}"
+
+
+_EVENT_VERB_NOUNS = {"launched": "launch", "opened": "opening", "released": "launch", "graduated": "graduation",
+                     "moved": "move", "shipped": "launch", "went live": "launch", "open": "opening", "release": "launch",
+                     "ship": "launch", "go live": "launch", "graduate": "graduation", "finish": "deadline"}
+
+
 def date_facet(event: str) -> str:
     event = event.lower().strip()
+    event = _EVENT_VERB_NOUNS.get(event, event)
     return f"date:{EVENT_ALIASES.get(event, event)}"
 
 
@@ -155,7 +188,7 @@ def favourite_facet(category: str) -> str:
 
 def facet_kind(facet: str) -> str:
     """The value kind of any facet, including parameterised ones."""
-    if facet.startswith("pet_name:"):
+    if facet.startswith(("pet_name:", "family:")):
         return "name"
     if facet.startswith("date:"):
         return "date"
@@ -170,6 +203,8 @@ def facet_kind(facet: str) -> str:
 def facet_label(facet: str) -> str:
     """Words for a description: 'Alice <label> <value>'."""
     if facet.startswith("pet_name:"):
+        return f"has a {facet.split(':', 1)[1]} named"
+    if facet.startswith("family:"):
         return f"has a {facet.split(':', 1)[1]} named"
     if facet.startswith("date:"):
         return f"has the {facet.split(':', 1)[1]} set for"
@@ -194,8 +229,9 @@ def normalise_value(value: str) -> str:
 # -- question → facet ------------------------------------------------------------------
 
 _Q_PET = re.compile(rf"\b({_SPECIES_RE}|pet)(?:'s|s)?\b", re.I)
-_Q_DATE = re.compile(rf"\b(when|what date|which date|what day|date)\b.*?\b({_EVENT_RE}|leav\w+|depart\w*|fly\w*)\b|\b({_EVENT_RE})\b.*\b(when|date)\b", re.I)
+_Q_DATE = re.compile(rf"\b(when|what date|which date|what day|date)\b.*?\b({_EVENT_RE}|leav\w+|depart\w*|fly\w*|married|launch\w*|open\w*|graduat\w*|releas\w*)\b|\b({_EVENT_RE})\b.*\b(when|date)\b", re.I)
 _Q_VENUE = re.compile(rf"\b(where)\b.*\b({_EVENT_RE})\b", re.I)
+_Q_FAMILY = re.compile(r"\b(" + "|".join(sorted((re.escape(r) for r in RELATIVES), key=len, reverse=True)) + r")(?:'s|’s)?\s+(?:name|called|named)|(?:name|called)\b.*\b(" + "|".join(re.escape(r) for r in RELATIVES) + r")\b", re.I)
 _Q_FAV = re.compile(r"\bfavou?rite\s+([a-z]+(?:\s+[a-z]+)?)", re.I)
 
 
@@ -211,6 +247,9 @@ def question_facets(question: str) -> list[str]:
         if m:
             word = m.group(1).lower()
             out.append(pet_facet(word) if word != "pet" else "pet_name:*")
+    m = _Q_FAMILY.search(q)
+    if m:
+        out.append(family_facet(m.group(1)))
     if re.search(r"\bwhere\b", q, re.I):
         m = _Q_VENUE.search(q)
         if m and "trip" not in m.group(2).lower():
@@ -221,6 +260,14 @@ def question_facets(question: str) -> list[str]:
         if event:
             if re.match(r"(?i)leav|depart|fly", event):
                 event = "trip"
+            elif event.lower() == "married":
+                event = "wedding"
+            elif re.match(r"(?i)launch|releas", event):
+                event = "launch"
+            elif re.match(r"(?i)graduat", event):
+                event = "graduation"
+            elif re.match(r"(?i)open", event):
+                event = "opening"
             out.append(date_facet(event))
     if re.search(r"\b(diet|vegan|vegetarian|pescatarian|eat meat)\b", q, re.I):
         out.append("diet")
@@ -233,7 +280,18 @@ def question_facets(question: str) -> list[str]:
             continue
         if re.search(spec.question, q, re.I):
             out.append(name)
-    if re.search(r"\bwhere\b", q, re.I) and "residence" not in out and not any(o.startswith("venue:") for o in out):
+    if re.search(r"\b(instrument)\b", q, re.I) and "instrument" not in out:
+        out.insert(0, "instrument")
+    if re.search(r"\b(mov(?:e|es|ing)|relocat\w*|settl\w*)\b", q, re.I):
+        out = [o for o in out if o not in ("residence", "moving_to")]
+        out[0:0] = ["moving_to", "residence"]
+    elif re.search(r"\b(live|lives|living|home|based)\b", q, re.I) and not re.search(r"\bfrom\b", q, re.I):
+        out = [o for o in out if o not in ("residence", "moving_to")]
+        out[0:0] = ["residence", "moving_to"]
+    if re.search(r"\b(from|grew up|hometown|home town|born)\b", q, re.I) and re.search(r"\bwhere\b", q, re.I):
+        out = [o for o in out if o != "hometown"]
+        out.insert(0, "hometown")
+    if re.search(r"\bwhere\b", q, re.I) and not any(o in ("residence", "moving_to", "hometown", "trip_destination") or o.startswith("venue:") for o in out):
         out.append("residence")
     if re.search(r"\b(who|which company|what company)\b.*\b(work|job)", q, re.I) and "employer" not in out:
         out.insert(0, "employer")
@@ -242,7 +300,7 @@ def question_facets(question: str) -> list[str]:
 
 __all__ = [
     "CAP", "PHRASE", "NAME", "FIRST", "AUX", "MODAL", "SPECIES", "DIETS", "COFFEES", "SPORTS", "EVENT_NOUNS",
-    "FACETS", "FacetSpec", "REVISION_CUES", "STRONG_CUES", "COUNTERFACTUAL", "NEGATION",
+    "INSTRUMENTS", "RELATIVES", "family_facet", "FACETS", "FacetSpec", "REVISION_CUES", "STRONG_CUES", "COUNTERFACTUAL", "NEGATION",
     "pet_facet", "date_facet", "venue_facet", "favourite_facet", "facet_kind", "facet_label",
     "normalise_value", "question_facets",
 ]
