@@ -397,14 +397,9 @@ def test_no_files_is_a_usage_error(db_path: Path) -> None:
     assert not db_path.exists()
 
 
-# -- known bugs (strict xfail: they start passing once fixed) ----------------------------------
+# -- regressions: bugs found and fixed -------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="formats.load_document: a multi-line JSON document whose first line starts with '{' "
-    "is retried as JSON Lines, so the error names 'line 1' instead of the real place (line 6)",
-)
 def test_multiline_malformed_json_names_the_real_line(tmp_path: Path, db_path: Path) -> None:
     path = tmp_path / "pretty.json"
     path.write_text(
@@ -416,12 +411,6 @@ def test_multiline_malformed_json_names_the_real_line(tmp_path: Path, db_path: P
     assert "line 1 " not in result.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="render.error_line prints the message with rich markup on, so user text such as a "
-    "timestamp '[/b] soon' raises rich.errors.MarkupError (exit 1, no error line) and "
-    "'[bold]x' is silently swallowed; the message needs rich.markup.escape",
-)
 @pytest.mark.parametrize("stamp", ["[/b] soon", "[bold]whenever"])
 def test_error_line_shows_user_text_verbatim(tmp_path: Path, db_path: Path, stamp: str) -> None:
     path = tmp_path / "markup.json"
@@ -430,11 +419,6 @@ def test_error_line_shows_user_text_verbatim(tmp_path: Path, db_path: Path, stam
     assert_bad_input(result, "markup.json", f"messages[0] has an unknown date: '{stamp}'")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="formats.load_document parses a one-line JSONL file as a single JSON object and "
-    "detect_format finds no format for one message object; a one-message JSONL file is refused",
-)
 def test_single_line_jsonl_is_detected(tmp_path: Path, db_path: Path, embedder: Any) -> None:
     path = tmp_path / "one.jsonl"
     path.write_text('{"speaker": "A", "text": "just one message", "timestamp": "2024-01-01T00:00:00Z"}\n')
@@ -442,13 +426,6 @@ def test_single_line_jsonl_is_detected(tmp_path: Path, db_path: Path, embedder: 
     assert out["files"][0]["conversations"][0]["new_messages"] == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a file that holds the same conversation id twice (LoCoMo sample_id, LongMemEval "
-    "question_id, ChatGPT conversation_id) is planned twice against the same pre-write state; "
-    "_write then hits sqlite3.IntegrityError (UNIQUE sessions.conversation_id, source_id), which "
-    "is not a TraceError: exit 1 with an uncaught exception instead of exit 2 and one line",
-)
 def test_duplicate_conversation_in_one_file(tmp_path: Path, target_db: Path, embedder: Any) -> None:
     sample = json.loads((FIXTURES / "locomo.json").read_text())[0]
     path = tmp_path / "dup.json"
@@ -459,12 +436,6 @@ def test_duplicate_conversation_in_one_file(tmp_path: Path, target_db: Path, emb
     _check_unchanged(target_db, before)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline.ingest_parsed checks the namespace of known conversations per file, after "
-    "the earlier files were committed: `ingest a.json b.json` where b.json clashes exits 2 yet "
-    "leaves a.json written, against 'every file is validated before anything is written'",
-)
 def test_namespace_clash_in_second_file_writes_neither(tmp_path: Path, embedder: Any) -> None:
     db = tmp_path / "trace.db"
     a = tmp_path / "a.json"

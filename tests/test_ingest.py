@@ -297,12 +297,6 @@ def test_a_different_model_is_refused(store: Store, embedder: Any, tmp_path: Pat
     assert store.embedding_model() == ("all-MiniLM-L6-v2", 384)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline.ingest_parsed checks the model before embedding by calling "
-    "bind_embedding_model(embedder.id, bound[1]): the error states the stored dimension (384-d) "
-    "as the new model's, not its real 8-d",
-)
 def test_refusal_through_ingest_states_the_new_models_dimension(store: Store, embedder: Any, tmp_path: Path) -> None:
     ingest(store, FIXTURES / "native_sessions.json", embedder)
     new_file = write_json(tmp_path / "new.json", {"conversation_id": "fresh", "messages": [{"speaker": "A", "text": "hello"}]})

@@ -91,11 +91,17 @@ def ingest_cmd(
     written, and each file is written in one transaction.
     """
     from tracecli.ingest import ingest_parsed, parse_inputs
+    from tracecli.ingest.pipeline import check_parsed
     from tracecli.providers.embeddings import get_embedder
     from tracecli.store import open_store
 
     parsed = parse_inputs(files, fmt, conversation_id=conversation, namespace=namespace, gap_hours=gap_hours)
     store = open_store(db)
+    try:
+        check_parsed(store, parsed)
+    except BaseException:
+        store.close()
+        raise
     embedder = get_embedder()
     results = []
     bar = _progress(not as_json)
@@ -118,6 +124,54 @@ def ingest_cmd(
         render.emit_json({"files": results})
     else:
         render.ingest_results(results)
+
+
+def _chat_model(store: Any, no_cache: bool = False) -> Any:
+    """The configured chat model (or the offline `none` model)."""
+    from tracecli.providers.llm import LLMSettings, get_chat_model
+
+    settings = LLMSettings.from_env(use_cache=not no_cache)
+    return get_chat_model(settings, store=store)
+
+
+@command("build-graph")
+def build_graph_cmd(
+    conversation: Annotated[str | None, typer.Option("--conversation", help="Only this conversation (default: all).")] = None,
+    extractor: Annotated[str, typer.Option("--extractor", help="auto (LLM when configured, else rules) | rules | llm")] = "auto",
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Drop this conversation's graph and build it again.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached LLM replies.")] = False,
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """Build TRACE's temporal evidence graph: events, typed edges, topics, validity.
+
+    Incremental: only sessions not yet in the graph are processed, and they link
+    into the existing graph. Superseded events get validity 0 and a valid_until.
+    """
+    from tracecli.graph.build import build_graph
+    from tracecli.store import open_store
+
+    store = open_store(db, create=False)
+    bar = _progress(not as_json)
+    try:
+        llm = _chat_model(store, no_cache)
+        task = bar.add_task("building graph", total=None) if bar else None
+        if bar:
+            bar.start()
+
+        def progress(done: int, total: int) -> None:
+            if bar and task is not None:
+                bar.update(task, completed=done, total=total)
+
+        results = build_graph(store, conversation, extractor=extractor, rebuild=rebuild, llm=llm, progress=progress)
+    finally:
+        if bar:
+            bar.stop()
+        store.close()
+    if as_json:
+        render.emit_json({"conversations": results})
+    else:
+        render.build_results(results)
 
 
 @command("stats")

@@ -33,7 +33,9 @@ def emit_json(value: Any) -> None:
 
 def error_line(message: str) -> None:
     """One line on stderr for a failure the user can act on."""
-    err.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
@@ -89,3 +91,20 @@ def stats(s: Any) -> None:
                 [[r["stage"], r["calls"], r["tokens_in"], r["tokens_out"], r["cache_hits"], r["fallbacks"], r["mean_latency_ms"]] for r in s.llm],
             )
         )
+
+
+def build_results(results: list[Any]) -> None:
+    rows = []
+    for r in results:
+        rows.append([
+            r.conversation_id, r.extractor, f"{r.sessions_processed}/{r.sessions_total}",
+            f"{r.events_new} (+) / {r.events_total}",
+            ", ".join(f"{k} {v}" for k, v in r.events_by_type.items()),
+            ", ".join(f"{k} {v}" for k, v in r.edges_by_label.items() if k not in ("member_of", "next")),
+            r.updates, r.contradicts, f"{r.outdated_events} / {r.partial_events}",
+            f"{r.pairs_considered:,} / {r.pairs_possible:,}", r.topics, f"{r.llm_calls} ({r.llm_cache_hits} cached)",
+            f"{r.elapsed_s:.1f}s",
+        ])
+    show(table("build-graph", ["conversation", "extractor", "sessions built", "events new/total", "events by type",
+                               "edges by label", "updates", "contradicts", "outdated / partial", "pairs considered / possible",
+                               "topics", "LLM calls", "time"], rows))

@@ -61,6 +61,7 @@ class EventOut:
     cue: str | None = None
     confidence: float = 0.6
     provenance: str = "rules"
+    speaker: str = ""
     causal: list[tuple[str, str, str]] = field(default_factory=list)  # (label, other_event_id, cue)
 
 
@@ -633,7 +634,7 @@ class RuleExtractor:
         participants = sorted({subject, *[p for p in self.participants if p != subject and re.search(rf"\b{re.escape(p)}\b", text)]})
         eid = "ev_" + short_hash(msg.message_id, s_idx, facet or "", value_norm or "", suffix)
         return EventOut(
-            id=eid, type=etype, subject=subject, participants=participants, description=description,
+            id=eid, type=etype, subject=subject, participants=participants, description=description, speaker=msg.speaker,
             time_anchor=msg.timestamp, event_time=dm.date.isoformat() if dm else None,
             event_time_granularity=dm.granularity if dm else None, seq=msg.seq, sentence_idx=s_idx,
             source_note_ids=[msg.note_id], source_message_ids=[msg.message_id], quote=text,

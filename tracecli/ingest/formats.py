@@ -105,7 +105,7 @@ def load_document(path: Path, text: str) -> tuple[Any, bool]:
     except json.JSONDecodeError as exc:
         first_error = exc
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if len(lines) > 1 and lines[0][1].lstrip().startswith("{"):
+    if len(lines) > 1 and _is_json_object(lines[0][1]):
         rows = []
         for n, line in lines:
             try:
@@ -116,6 +116,13 @@ def load_document(path: Path, text: str) -> tuple[Any, bool]:
     raise BadInput(
         f"{path.name}: malformed JSON at line {first_error.lineno} column {first_error.colno} ({first_error.msg})"
     ) from None
+
+
+def _is_json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def detect_format(data: Any, is_jsonl: bool) -> str | None:
@@ -154,6 +161,9 @@ def parse_file(
         raise BadInput(f"unknown format '{fmt}'; choose one of {', '.join(FORMATS)}")
     text = read_text(path)
     data, is_jsonl = load_document(path, text)
+    if path.suffix.lower() == ".jsonl" and not is_jsonl:
+        # A one-line JSON Lines file parses as a single document.
+        data, is_jsonl = (data if isinstance(data, list) else [data]), True
     chosen = detect_format(data, is_jsonl) if fmt == "auto" else fmt
     if chosen is None:
         raise BadInput(
@@ -170,6 +180,10 @@ def parse_file(
         if len(convs) > 1:
             raise BadInput(f"{path.name}: holds {len(convs)} conversations; --conversation needs a file with one")
         convs[0].conversation_id = conversation_id
+    ids = [c.conversation_id for c in convs]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise BadInput(f"{path.name}: conversation id '{dupes[0]}' appears more than once")
     for conv in convs:
         if namespace:
             conv.namespace = namespace

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import sqlite_vec
 
-from tracecli.errors import BadInput
+from tracecli.errors import BadInput, ModelMismatch
 from tracecli.ingest.formats import DEFAULT_GAP_HOURS, MAX_MESSAGE_BYTES, parse_file
 from tracecli.ingest.model import ParsedConversation
 from tracecli.providers.embeddings import Embedder
@@ -186,6 +186,25 @@ def parse_inputs(
     ]
 
 
+def check_parsed(store: Store, parsed: Sequence[tuple[Path, list[ParsedConversation]]]) -> None:
+    """Refuse, before anything is written, conversations that clash with stored ones or with each other."""
+    seen: dict[str, tuple[str, str]] = {}
+    for path, convs in parsed:
+        for conv in convs:
+            row = store.execute("SELECT namespace FROM conversations WHERE id = ?", (conv.conversation_id,)).fetchone()
+            if row is not None and row[0] != conv.namespace:
+                raise BadInput(
+                    f"{path.name}: conversation '{conv.conversation_id}' already exists in namespace '{row[0]}', not '{conv.namespace}'"
+                )
+            earlier = seen.get(conv.conversation_id)
+            if earlier is not None and earlier[1] != conv.namespace:
+                raise BadInput(
+                    f"{path.name}: conversation '{conv.conversation_id}' already exists in namespace '{earlier[1]}' "
+                    f"({earlier[0]}), not '{conv.namespace}'"
+                )
+            seen[conv.conversation_id] = (path.name, conv.namespace)
+
+
 def ingest_parsed(
     store: Store,
     path: Path,
@@ -196,18 +215,15 @@ def ingest_parsed(
     """Embed the new messages of one parsed file and write them in one transaction."""
     started = time.perf_counter()
     result = IngestResult(file=str(path))
-    plans = []
-    for conv in convs:
-        row = store.execute("SELECT namespace FROM conversations WHERE id = ?", (conv.conversation_id,)).fetchone()
-        if row is not None and row[0] != conv.namespace:
-            raise BadInput(
-                f"{path.name}: conversation '{conv.conversation_id}' already exists in namespace '{row[0]}', not '{conv.namespace}'"
-            )
-        plans.append((conv, *_plan(store, conv)))
+    check_parsed(store, [(path, convs)])
+    plans = [(conv, *_plan(store, conv)) for conv in convs]
     total = sum(len(p[1]) for p in plans)
     bound = store.embedding_model()
     if total and bound is not None and bound[0] != embedder.id:
-        store.bind_embedding_model(embedder.id, bound[1])  # raises ModelMismatch naming both
+        raise ModelMismatch(
+            f"{store.path.name} holds vectors of {bound[0]} ({bound[1]}-d); refusing to mix in vectors of "
+            f"{embedder.id} ({embedder.dimension}-d). Use the same embedder, or a new database file."
+        )
     texts = [pm.note_text for _, pending, _, _ in plans for pm in pending]
     vectors = []
     batch = 64

@@ -132,6 +132,7 @@ def m003_graph(db: Database) -> None:
             session_id TEXT NOT NULL REFERENCES sessions(id),
             type TEXT NOT NULL,
             subject TEXT NOT NULL,
+            speaker TEXT NOT NULL DEFAULT '',
             participants TEXT NOT NULL DEFAULT '[]',
             description TEXT NOT NULL,
             quote TEXT NOT NULL,

@@ -1,0 +1,269 @@
+"""build-graph: distil events per session, link them, inject the hierarchy, propagate validity.
+
+Incremental by default: only sessions not yet in the graph are processed; they
+link into the existing graph. Evolution edges and validity are recomputed for
+the whole conversation each time (a hash join on subject and facet, cheap), so
+an incremental build ends in the same graph as a full rebuild.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tracecli.errors import BadInput, NotFound
+from tracecli.graph.extract import EventOut, MessageIn, RuleExtractor
+from tracecli.graph.hierarchy import TopicSettings, assign_topics
+from tracecli.graph.link import EdgeRec, EventRec, GateStats, LinkSettings, before_edges, causal_edges, evolution_edges
+from tracecli.graph.validity import apply_validity
+from tracecli.store.db import Store, dumps, utc_now
+from tracecli.text import short_hash
+
+ProgressFn = Callable[[int, int], None]
+EXTRACTORS = ("auto", "rules", "llm")
+
+
+@dataclass
+class BuildResult:
+    """What one build-graph run did to one conversation."""
+
+    conversation_id: str
+    extractor: str
+    sessions_processed: int = 0
+    sessions_total: int = 0
+    events_new: int = 0
+    events_total: int = 0
+    events_by_type: dict[str, int] = field(default_factory=dict)
+    edges_by_label: dict[str, int] = field(default_factory=dict)
+    updates: int = 0
+    contradicts: int = 0
+    outdated_events: int = 0
+    partial_events: int = 0
+    topics: int = 0
+    pairs_considered: int = 0
+    pairs_possible: int = 0
+    llm_calls: int = 0
+    llm_cache_hits: int = 0
+    llm_fallbacks: int = 0
+    elapsed_s: float = 0.0
+
+
+def conversation_ids(store: Store, conversation_id: str | None) -> list[str]:
+    """The conversations to work on, or NotFound with what to do."""
+    if conversation_id:
+        row = store.execute("SELECT id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no conversation '{conversation_id}' in {store.path.name}; run `tracecli ingest` first")
+        return [conversation_id]
+    ids = [r[0] for r in store.execute("SELECT id FROM conversations ORDER BY id")]
+    if not ids:
+        raise NotFound(f"{store.path.name} holds no conversations; run `tracecli ingest FILE` first")
+    return ids
+
+
+def _clear(store: Store, cid: str) -> None:
+    for sql in (
+        "DELETE FROM edges WHERE conversation_id = ?",
+        "DELETE FROM event_notes WHERE event_id IN (SELECT id FROM events WHERE conversation_id = ?)",
+        "DELETE FROM events WHERE conversation_id = ?",
+        "DELETE FROM session_topics WHERE session_id IN (SELECT id FROM sessions WHERE conversation_id = ?)",
+        "DELETE FROM topics WHERE conversation_id = ?",
+        "DELETE FROM graph_sessions WHERE conversation_id = ?",
+    ):
+        store.execute(sql, (cid,))
+
+
+def _history(store: Store, cid: str) -> list[EventOut]:
+    """Faceted events already in the graph, for resolving revisions in new sessions."""
+    rows = store.query(
+        "SELECT * FROM events WHERE conversation_id = ? AND facet IS NOT NULL ORDER BY seq, sentence_idx", (cid,)
+    )
+    return [
+        EventOut(
+            id=r["id"], type=r["type"], subject=r["subject"], participants=json.loads(r["participants"]),
+            description=r["description"], time_anchor=r["time_anchor"], event_time=r["event_time"],
+            event_time_granularity=r["event_time_granularity"], seq=r["seq"], sentence_idx=r["sentence_idx"],
+            source_note_ids=[], source_message_ids=[], quote=r["quote"], facet=r["facet"], value=r["value"],
+            value_norm=r["value_norm"], negated=bool(r["negated"]), cue=r["cue"], confidence=r["confidence"],
+            provenance=r["provenance"], speaker=r["speaker"],
+        )
+        for r in rows
+    ]
+
+
+def _messages(store: Store, session_id: str) -> list[MessageIn]:
+    return [
+        MessageIn(r[0], r[1], session_id, r[2], r[3], r[4], r[5], r[6])
+        for r in store.execute(
+            "SELECT m.id, n.id, m.seq, m.speaker, m.text, m.timestamp, m.source_ref FROM messages m "
+            "JOIN notes n ON n.message_id = m.id WHERE m.session_id = ? ORDER BY m.turn",
+            (session_id,),
+        )
+    ]
+
+
+def _insert_events(store: Store, cid: str, session_id: str, topic_id: str | None, events: list[EventOut]) -> None:
+    now = utc_now()
+    store.conn.executemany(
+        "INSERT OR REPLACE INTO events(id, conversation_id, session_id, type, subject, speaker, participants, description, quote, "
+        "time_anchor, event_time, event_time_granularity, seq, sentence_idx, facet, value, value_norm, negated, cue, "
+        "confidence, provenance, topic_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (e.id, cid, session_id, e.type, e.subject, e.speaker, dumps(e.participants), e.description, e.quote,
+             e.time_anchor, e.event_time, e.event_time_granularity, e.seq, e.sentence_idx, e.facet, e.value,
+             e.value_norm, int(e.negated), e.cue, e.confidence, e.provenance, topic_id, now)
+            for e in events
+        ],
+    )
+    store.conn.executemany(
+        "INSERT OR IGNORE INTO event_notes(event_id, note_id) VALUES (?, ?)",
+        [(e.id, n) for e in events for n in e.source_note_ids],
+    )
+
+
+def _insert_edges(store: Store, cid: str, edges: list[EdgeRec], family: str | None = None) -> None:
+    now = utc_now()
+    store.conn.executemany(
+        "INSERT OR REPLACE INTO edges(id, conversation_id, src, dst, label, family, confidence, justification, created_at) "
+        "VALUES (?,?,?,?,?,?,?,?,?)",
+        [(e.id, cid, e.src, e.dst, e.label, family or e.family, e.confidence, e.justification, now) for e in edges],
+    )
+
+
+def _event_recs(store: Store, cid: str) -> list[EventRec]:
+    return [
+        EventRec(
+            id=r["id"], session_id=r["session_id"], seq=r["seq"], sentence_idx=r["sentence_idx"],
+            time_anchor=r["time_anchor"], subject=r["subject"], speaker=r["speaker"],
+            participants=json.loads(r["participants"]), topic_id=r["topic_id"], facet=r["facet"], value=r["value"],
+            value_norm=r["value_norm"], negated=bool(r["negated"]), cue=r["cue"], confidence=r["confidence"],
+        )
+        for r in store.query("SELECT * FROM events WHERE conversation_id = ? ORDER BY seq, sentence_idx", (cid,))
+    ]
+
+
+def build_graph(
+    store: Store,
+    conversation_id: str | None = None,
+    *,
+    extractor: str = "auto",
+    rebuild: bool = False,
+    llm: object | None = None,
+    link_settings: LinkSettings | None = None,
+    topic_settings: TopicSettings | None = None,
+    progress: ProgressFn | None = None,
+) -> list[BuildResult]:
+    """Build (or extend) the evidence graph of one or all conversations."""
+    if extractor not in EXTRACTORS:
+        raise BadInput(f"unknown extractor '{extractor}'; choose one of {', '.join(EXTRACTORS)}")
+    link_settings = link_settings or LinkSettings()
+    topic_settings = topic_settings or TopicSettings()
+    use_llm = extractor == "llm" or (extractor == "auto" and llm is not None and getattr(llm, "is_available", False))
+    if extractor == "llm" and (llm is None or not getattr(llm, "is_available", False)):
+        raise BadInput("--extractor llm needs an LLM endpoint: set TRACECLI_LLM_URL and TRACECLI_LLM_MODEL")
+    results = []
+    for cid in conversation_ids(store, conversation_id):
+        results.append(_build_one(store, cid, use_llm, llm, rebuild, link_settings, topic_settings, progress))
+    return results
+
+
+def _build_one(store: Store, cid: str, use_llm: bool, llm: object | None, rebuild: bool,
+               link_settings: LinkSettings, topic_settings: TopicSettings, progress: ProgressFn | None) -> BuildResult:
+    started = time.perf_counter()
+    participants = json.loads(store.execute("SELECT participants FROM conversations WHERE id = ?", (cid,)).fetchone()[0])
+    result = BuildResult(conversation_id=cid, extractor="llm" if use_llm else "rules")
+    ledger_before = _ledger_counts(store)
+    with store.transaction():
+        if rebuild:
+            _clear(store, cid)
+        sessions = store.query("SELECT id, idx FROM sessions WHERE conversation_id = ? ORDER BY idx", (cid,))
+        built = {r[0] for r in store.execute("SELECT session_id FROM graph_sessions WHERE conversation_id = ?", (cid,))}
+        pending = [s["id"] for s in sessions if s["id"] not in built]
+        result.sessions_total = len(sessions)
+        result.sessions_processed = len(pending)
+        if pending:
+            topic_of = assign_topics(store, cid, pending, topic_settings)
+            rules = RuleExtractor(participants)
+            history = _history(store, cid)
+            new_ids: set[str] = set()
+            causal: list[tuple[str, str, str, str]] = []
+            structural: list[EdgeRec] = []
+            for n, sid in enumerate(pending, 1):
+                messages = _messages(store, sid)
+                events = None
+                if use_llm and llm is not None:
+                    from tracecli.graph.llm_extract import extract_with_llm
+
+                    events = extract_with_llm(llm, messages, participants, history)
+                if events is None:
+                    events = rules.extract_session(messages, history)
+                _insert_events(store, cid, sid, topic_of.get(sid), events)
+                history.extend(e for e in events if e.facet)
+                new_ids.update(e.id for e in events)
+                for e in events:
+                    causal.extend((e.id, label, other, cue) for label, other, cue in e.causal)
+                    structural.append(EdgeRec(e.id, sid, "member_of", 1.0, "event in session"))
+                structural.append(EdgeRec(sid, topic_of[sid], "member_of", 1.0, "session in topic"))
+                if progress:
+                    progress(n, len(pending))
+            # session → next session, chronological
+            order = [s["id"] for s in sessions]
+            for a, b in zip(order, order[1:]):
+                if b in pending:
+                    structural.append(EdgeRec(a, b, "next", 1.0, "next session"))
+            _insert_edges(store, cid, structural, family="structural")
+            recs = _event_recs(store, cid)
+            stats = GateStats()
+            support = before_edges(recs, new_ids, link_settings, stats) + causal_edges(causal, {r.id for r in recs})
+            _insert_edges(store, cid, support)
+            result.pairs_considered = stats.pairs_considered
+            result.pairs_possible = stats.pairs_possible
+            store.execute("DELETE FROM edges WHERE conversation_id = ? AND family = 'evolution'", (cid,))
+            _insert_edges(store, cid, evolution_edges(recs, link_settings))
+            apply_validity(store, cid)
+            now = utc_now()
+            store.conn.executemany(
+                "INSERT OR REPLACE INTO graph_sessions(session_id, conversation_id, extractor, built_at) VALUES (?,?,?,?)",
+                [(sid, cid, result.extractor, now) for sid in pending],
+            )
+            result.events_new = len(new_ids)
+    _summarise(store, cid, result)
+    ledger_after = _ledger_counts(store)
+    result.llm_calls = ledger_after[0] - ledger_before[0]
+    result.llm_cache_hits = ledger_after[1] - ledger_before[1]
+    result.llm_fallbacks = ledger_after[2] - ledger_before[2]
+    result.elapsed_s = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _ledger_counts(store: Store) -> tuple[int, int, int]:
+    row = store.execute(
+        "SELECT COUNT(*), COALESCE(SUM(cache_hit), 0), COALESCE(SUM(fallback), 0) FROM llm_ledger WHERE stage = 'build-graph'"
+    ).fetchone()
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def _summarise(store: Store, cid: str, result: BuildResult) -> None:
+    result.events_total = store.execute("SELECT COUNT(*) FROM events WHERE conversation_id = ?", (cid,)).fetchone()[0]
+    result.events_by_type = dict(
+        store.execute("SELECT type, COUNT(*) FROM events WHERE conversation_id = ? GROUP BY type ORDER BY type", (cid,)).fetchall()
+    )
+    result.edges_by_label = dict(
+        store.execute("SELECT label, COUNT(*) FROM edges WHERE conversation_id = ? GROUP BY label ORDER BY label", (cid,)).fetchall()
+    )
+    result.updates = result.edges_by_label.get("updates", 0)
+    result.contradicts = result.edges_by_label.get("contradicts", 0)
+    counts = Counter(
+        r[0] for r in store.execute("SELECT validity FROM events WHERE conversation_id = ?", (cid,))
+    )
+    result.outdated_events = counts.get(0.0, 0)
+    result.partial_events = counts.get(0.5, 0)
+    result.topics = store.execute("SELECT COUNT(*) FROM topics WHERE conversation_id = ?", (cid,)).fetchone()[0]
+
+
+def event_id_for(message_id: str, idx: int) -> str:
+    """A stable event id (used by extractors that are not rule-based)."""
+    return "ev_" + short_hash(message_id, idx, "llm")
