@@ -199,3 +199,34 @@ def m003_graph(db: Database) -> None:
         )
         """,
     )
+
+
+@migrations(name="m004_answers")
+def m004_answers(db: Database) -> None:
+    """Every `ask`: the question, the answer and the context items `trace` replays."""
+    _run_all(
+        db,
+        """
+        CREATE TABLE answers (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT,
+            question TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            abstained INTEGER NOT NULL DEFAULT 0,
+            plan TEXT NOT NULL,
+            as_of TEXT,
+            payload TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE answer_items (
+            answer_id TEXT NOT NULL REFERENCES answers(id) ON DELETE CASCADE,
+            rank INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            ref_id TEXT,
+            text TEXT NOT NULL,
+            score REAL NOT NULL,
+            source_refs TEXT NOT NULL DEFAULT '[]',
+            PRIMARY KEY (answer_id, rank)
+        )
+        """,
+    )

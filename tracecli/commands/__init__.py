@@ -1,0 +1,1 @@
+"""Command groups registered on the main Typer app (each module: `register(app)`)."""
