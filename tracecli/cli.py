@@ -16,7 +16,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from tracecli import render
-from tracecli.errors import TraceError
+from tracecli.errors import BadInput, TraceError
 
 app = typer.Typer(
     help="State-aware memory over long conversations, in one SQLite file.\n\n"
@@ -172,6 +172,69 @@ def build_graph_cmd(
         render.emit_json({"conversations": results})
     else:
         render.build_results(results)
+
+
+@command("ask")
+def ask_cmd(
+    question: Annotated[str | None, typer.Argument(help="The question, e.g. \"Where is Alice moving?\"", show_default=False)] = None,
+    conversation: Annotated[str | None, typer.Option("--conversation", help="Ask about this conversation (default: all).")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Answer from the state valid at this date (e.g. 2024-03-01).")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", help="Context budget in tokens (whitespace words).")] = None,
+    batch: Annotated[Path | None, typer.Option("--batch", help="JSONL file: one {question, conversation?, as_of?} per line; prints one answer per line.")] = None,
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a question from the current state (or --as-of a date), citing the messages behind it.
+
+    Superseded facts appear only marked [OUTDATED] and never answer a question
+    about now. Exit 1 when there is not enough evidence to answer.
+    """
+    from tracecli.query.batch import read_batch
+    from tracecli.query.ask import Asker
+    from tracecli.store import open_store
+
+    if (question is None) == (batch is None):
+        raise BadInput("give a QUESTION or --batch FILE (not both)")
+    items = read_batch(batch) if batch is not None else None
+    store = open_store(db, create=False)
+    try:
+        asker = Asker(store, llm=_chat_model(store))
+        if items is not None:
+            for item in items:
+                res = asker.ask(item.question, conversation_id=item.conversation or conversation,
+                                as_of=item.as_of or as_of, budget=budget)
+                render.emit_json_line(res)
+            return
+        result = asker.ask(question or "", conversation_id=conversation, as_of=as_of, budget=budget)
+    finally:
+        store.close()
+    if as_json:
+        render.emit_json(result)
+    else:
+        render.ask_result(result)
+    if result.abstained:
+        raise typer.Exit(1)
+
+
+@command("trace")
+def trace_cmd(
+    answer_id: Annotated[str, typer.Argument(help="The answer id that `tracecli ask` printed (ans_…).", show_default=False)],
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay an answer: its evidence paths with relation labels and validity markers, events, claims, messages."""
+    from tracecli.query.trace import trace_answer
+    from tracecli.store import open_store
+
+    store = open_store(db, create=False)
+    try:
+        result = trace_answer(store, answer_id)
+    finally:
+        store.close()
+    if as_json:
+        render.emit_json(result)
+    else:
+        render.trace_result(result)
 
 
 @command("stats")

@@ -31,6 +31,12 @@ def emit_json(value: Any) -> None:
     sys.stdout.flush()
 
 
+def emit_json_line(value: Any) -> None:
+    """One compact JSON object per line (JSONL), for batch output."""
+    sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
 def error_line(message: str) -> None:
     """One line on stderr for a failure the user can act on."""
     from rich.markup import escape
@@ -108,3 +114,64 @@ def build_results(results: list[Any]) -> None:
     show(table("build-graph", ["conversation", "extractor", "sessions built", "events new/total", "events by type",
                                "edges by label", "updates", "contradicts", "outdated / partial", "pairs considered / possible",
                                "topics", "LLM calls", "time"], rows))
+
+
+_MARK_STYLE = {"valid": "green", "partial": "yellow", "outdated": "red", "conflict": "magenta"}
+
+
+def _steps_text(steps: list[Any]) -> Any:
+    from rich.text import Text
+
+    out = Text()
+    for st in steps:
+        d = st if isinstance(st, dict) else to_jsonable(st)
+        mark = d["validity"] if "validity" in d else "valid"
+        out.append(d["description"])
+        label = "OUTDATED" if mark == "outdated" else mark
+        until = f" until {d['valid_until'][:10]}" if mark == "outdated" and d.get("valid_until") else ""
+        out.append(f" [{label}{until}]", style=_MARK_STYLE.get(mark, ""))
+        if d.get("relation_to_next"):
+            out.append(f" —{d['relation_to_next']}→ ", style="cyan")
+    return out
+
+
+def paths_table(title: str, paths: list[Any], score_key: str = "score") -> Any:
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    t.add_column("#", justify="right")
+    t.add_column("score", justify="right")
+    t.add_column("path (relation labels, validity markers)", overflow="fold")
+    for i, p in enumerate(paths, 1):
+        d = p if isinstance(p, dict) else to_jsonable(p)
+        t.add_row(str(i), f"{d[score_key]:.3f}", _steps_text(d["steps"]))
+    return t
+
+
+def ask_result(r: Any) -> None:
+    """The short answer on stdout; its top paths and sources on stderr."""
+    sys.stdout.write(r.answer + "\n")
+    sys.stdout.flush()
+    when = f"as of {r.as_of[:10]}" if r.as_of else "current state"
+    show(f"[dim]{r.answer_id} · plan: {r.plan} · {when} · sources: {', '.join(r.source_refs) or '—'}[/]")
+    if r.paths:
+        show(paths_table("evidence paths", r.paths[:5]))
+    show(f"[dim]tracecli trace {r.answer_id}  shows the full evidence[/]")
+
+
+def trace_result(r: Any) -> None:
+    when = f"as of {r.as_of[:10]}" if r.as_of else "current state"
+    show(f"[bold]Q:[/] {r.question}\n[bold]A:[/] {r.answer}   [dim]({r.plan}, {when}{', abstained' if r.abstained else ''})[/]")
+    if r.paths:
+        show(paths_table("paths, re-ranked by the answer (§II-G)", r.paths[:8], score_key="trace_score"))
+    if r.events:
+        show(table("events", ["event", "validity", "valid until", "time", "description"],
+                   [[e["id"], e.get("validity_marker", "missing"), (e.get("valid_until") or "")[:10],
+                     (e.get("time_anchor") or "")[:10], e.get("description", "")] for e in r.events]))
+    if r.claims:
+        show(table("claims", ["claim", "status", "text", "history"],
+                   [[c.get("id"), c.get("status"), c.get("text"), c.get("history", "")] for c in r.claims]))
+    if r.messages:
+        show(table("source messages", ["ref", "speaker", "date", "text"],
+                   [[m.get("source_ref") or m.get("id"), m.get("speaker", ""), (m.get("timestamp") or "")[:10],
+                     m.get("text", "(forgotten or missing)")] for m in r.messages]))

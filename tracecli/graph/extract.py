@@ -394,7 +394,12 @@ class RuleExtractor:
         """Events of one session; `history` (earlier faceted events) resolves 'forget Oslo'-style revisions."""
         from tracecli.graph.nlp import parse_many
 
-        docs = parse_many([m.text for m in messages])
+        split = [split_sentences(m.text) for m in messages]
+        flat = parse_many([t for sents in split for t in sents])
+        docs, pos = [], 0
+        for sents in split:
+            docs.append(flat[pos : pos + len(sents)])
+            pos += len(sents)
         ctx = _Context()
         known: list[EventOut] = list(history)
         events: list[EventOut] = []
@@ -402,14 +407,14 @@ class RuleExtractor:
         for msg, doc in zip(messages, docs):
             base = parse_iso(msg.timestamp) if msg.timestamp else None
             msg_events: list[EventOut] = []
-            sents = list(doc.sents)
+            sents = [d[:] for d in doc]
             for s_idx, sent in enumerate(sents):
-                around = (sents[s_idx - 1].text if s_idx else "", sents[s_idx + 1].text if s_idx + 1 < len(sents) else "")
+                around = (sents[s_idx - 1].text if s_idx else "", " ".join(x.text for x in sents[s_idx + 1 :]))
                 msg_events.extend(self._sentence(msg, sent, s_idx, base, ctx, known + events + msg_events, around))
             ctx.prev_message = msg
             msg_events = _dedupe(msg_events)
             # Cross-message causal cue: "So I took up swimming" after the cause.
-            first = next(iter(doc.sents), None)
+            first = sents[0] if sents else None
             if first is not None and _CROSS_CAUSE.match(first.text.strip()) and prev_msg_events and msg_events:
                 cause = prev_msg_events[-1]
                 if cause.subject == msg_events[0].subject:
@@ -643,6 +648,26 @@ class RuleExtractor:
         )
 
 
+_SENT_SPLIT = re.compile(r"(?<=[.!?…])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Z0-9])|\n+")
+
+
+_ABBREV = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof|Sr|Jr|vs|etc|e\.g|i\.e|approx|no)\.|\b[A-Z]\.)$")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a chat message: split after . ! ? before a capital or digit, and at line breaks."""
+    parts: list[str] = []
+    for p in _SENT_SPLIT.split(text):
+        p = p.strip() if p else ""
+        if not p:
+            continue
+        if parts and _ABBREV.search(parts[-1]):
+            parts[-1] = f"{parts[-1]} {p}"
+        else:
+            parts.append(p)
+    return parts or [text.strip() or text]
+
+
 def third_person_text(text: str, speaker: str, other: str | None) -> str:
     """Third-person rewrite of a plain string (parses it first)."""
     from tracecli.graph.nlp import get_nlp
@@ -762,7 +787,7 @@ def _third_party_subject(sent: Any, participants: Sequence[str]) -> bool:
         return True
     for tok in sent:
         if tok.dep_ in ("nsubj", "nsubjpass") and tok.head.dep_ == "ROOT":
-            if tok.pos_ == "PROPN" and tok.text not in participants and tok.ent_type_ in ("PERSON", ""):
+            if tok.pos_ == "PROPN" and tok.text not in participants and tok.ent_type_ == "PERSON":
                 # "Pepper is lying..." is fine for pets, handled by the caller's facet exemptions
                 return not any(c.lower_ in ("my", "our") for c in tok.children)
             return False

@@ -148,7 +148,7 @@ FACETS: dict[str, FacetSpec] = {
         FacetSpec("relationship", "thing", "state_change", "is",
                   r"\b(relationship|engaged|married|single|dating|status)\b"),
         FacetSpec("trip_destination", "place", "plan", "is travelling to",
-                  r"\b(trip|travel\w*|holiday|vacation|visit\w*|fly\w*|flight|going to go|destination)\b"),
+                  r"\b(trip|travel\w*|holiday|vacation|visit\w*|fly\w*|flight|going to go|destination|where .*\b(?:go|going|went|head\w*)\b)"),
         FacetSpec("car", "thing", "state_change", "drives",
                   r"\b(car|drive|drives|driving|vehicle|bought|buy)\b"),
     ]
@@ -249,7 +249,7 @@ def question_facets(question: str) -> list[str]:
             out.append(pet_facet(word) if word != "pet" else "pet_name:*")
     m = _Q_FAMILY.search(q)
     if m:
-        out.append(family_facet(m.group(1)))
+        out.append(family_facet(m.group(1) or m.group(2)))
     if re.search(r"\bwhere\b", q, re.I):
         m = _Q_VENUE.search(q)
         if m and "trip" not in m.group(2).lower():

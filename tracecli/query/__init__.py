@@ -1,0 +1,1 @@
+"""ask and trace: state-aware query processing with provenance."""

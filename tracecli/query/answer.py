@@ -1,0 +1,185 @@
+"""Offline extractive answers: the value that answers the question, from the best valid evidence.
+
+Order of preference:
+1. a facet answer — the question names a changeable fact (where someone lives,
+   their cat's name, the wedding date ...): follow that subject's update chain
+   to the value valid now (or as of the question's date);
+2. the best-scoring event valid at that time (a superseded one is replaced by
+   its newest successor along `updates`), reduced to what the question asks
+   for: a place for "where", an absolute date for "when", a name for "who",
+   the cause for "why", the facet value or the sentence otherwise;
+3. "not enough evidence" when nothing clears `AskSettings.abstain_below`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tracecli.graph.dates import format_date
+from tracecli.query.paths import EventNode, Graph
+from tracecli.query.settings import AskSettings
+from tracecli.query.shape import QueryShape
+
+NOT_ENOUGH = "not enough evidence"
+
+
+@dataclass
+class Answer:
+    text: str
+    abstained: bool
+    event_ids: list[str] = field(default_factory=list)
+    source_refs: list[str] = field(default_factory=list)
+    method: str = "none"  # facet | event | abstain
+    conflict: list[str] = field(default_factory=list)
+
+
+def _order(ev: EventNode) -> tuple[int, int]:
+    return (ev.seq, ev.sentence_idx)
+
+
+def _facet_matches(ev: EventNode, facet: str) -> bool:
+    if ev.facet is None:
+        return False
+    if facet.endswith(":*"):
+        return ev.facet.startswith(facet[:-1])
+    return ev.facet == facet
+
+
+def newest_successor(graph: Graph, ev: EventNode, as_of: str | None) -> EventNode:
+    """Follow `updates` edges forward (who updated this event?) to the newest version valid at `as_of`."""
+    current, seen = ev, {ev.id}
+    while True:
+        newer = [graph.events[e.src] for e in graph.into.get(current.id, []) if e.label == "updates" and e.src not in seen]
+        if as_of is not None:
+            newer = [n for n in newer if not n.time_anchor or n.time_anchor <= as_of]
+        if not newer:
+            return current
+        current = max(newer, key=_order)
+        seen.add(current.id)
+
+
+def facet_answer(graph: Graph, shape: QueryShape, relevance: Mapping[str, float], as_of: str | None,
+                 settings: AskSettings) -> tuple[EventNode, list[EventNode]] | None:
+    """The event holding the asked-for facet's value at `as_of` (or now), and any conflicting ones."""
+    subjects = {ev.subject for ev in graph.events.values()}
+    named = [p for p in shape.people if p in subjects]
+    for facet in shape.facets:
+        matching = [ev for ev in graph.events.values() if _facet_matches(ev, facet)]
+        if named:
+            matching = [ev for ev in matching if ev.subject in named]
+        if not matching:
+            continue
+        valid = [ev for ev in matching if ev.validity_at(as_of) > 0 and ev.confidence >= settings.facet_confidence_floor]
+        if as_of is not None:
+            valid = [ev for ev in valid if not ev.time_anchor or ev.time_anchor <= as_of]
+        if not valid:
+            continue
+        by_subject: dict[str, list[EventNode]] = {}
+        for ev in valid:
+            by_subject.setdefault(ev.subject, []).append(ev)
+        if len(by_subject) > 1:
+            # nobody named: the subject whose facet events the retrieval ranks highest
+            subject = max(by_subject, key=lambda s: (max(relevance.get(e.id, 0.0) for e in by_subject[s]), s))
+        else:
+            subject = next(iter(by_subject))
+        chain = sorted(by_subject[subject], key=_order)
+        best = chain[-1]
+        conflicts = [
+            graph.events[other] for pair in graph.conflicts if best.id in pair
+            for other in pair if other != best.id and graph.events[other].validity_at(as_of) > 0
+        ]
+        return best, conflicts
+    return None
+
+
+def _value_text(ev: EventNode) -> str:
+    if ev.negated:
+        return f"no longer {ev.value}"
+    return ev.value or ev.description
+
+
+def _when(ev: EventNode) -> str:
+    if ev.event_time:
+        return format_date(dt.date.fromisoformat(ev.event_time), ev.event_time_granularity or "day")
+    if ev.time_anchor:
+        return format_date(dt.date.fromisoformat(ev.time_anchor[:10]))
+    return ev.quote
+
+
+def _entity(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> str | None:
+    from tracecli.graph.nlp import get_nlp
+
+    for ent in get_nlp()(text).ents:
+        if ent.label_ in labels and ent.text not in avoid:
+            return ent.text
+    return None
+
+
+def _cause_of(graph: Graph, ev: EventNode) -> EventNode | None:
+    causes = [graph.events[e.src] for e in graph.into.get(ev.id, []) if e.label in ("causes", "enables", "prevents")]
+    return max(causes, key=_order) if causes else None
+
+
+def extract_value(graph: Graph, ev: EventNode, shape: QueryShape) -> str:
+    """Reduce an event to the part the question asks for."""
+    if shape.wh == "why":
+        cause = _cause_of(graph, ev)
+        if cause is not None:
+            return cause.quote
+        m = re.search(r"\bbecause\s+(?:of\s+)?(.+)$", ev.quote, re.I)
+        return m.group(1).rstrip(".!") if m else ev.quote
+    if shape.wh == "when":
+        return _when(ev)
+    if ev.value and not ev.negated and ev.facet and not ev.facet.startswith("date:"):
+        return ev.value
+    if shape.wh == "where":
+        return _entity(ev.quote, ("GPE", "LOC", "FAC")) or ev.quote
+    if shape.wh == "who":
+        return _entity(ev.quote, ("PERSON",), avoid=(ev.subject,)) or ev.quote
+    if ev.value:
+        return _value_text(ev)
+    return ev.quote
+
+
+def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],
+                   relevance: Mapping[str, float], best_note_cosine: float, as_of: str | None,
+                   settings: AskSettings) -> Answer:
+    """A concise extractive answer with its source refs, or an abstention."""
+    found = facet_answer(graph, shape, relevance, as_of, settings)
+    if found is not None:
+        ev, conflicts = found
+        text = ev.value or ""
+        if ev.negated:
+            text = f"{ev.subject} no longer: {ev.value}"
+        elif ev.facet and ev.facet.startswith("date:") and shape.wh != "when":
+            text = ev.value or ""
+        ans = Answer(text=text, abstained=False, event_ids=[ev.id], source_refs=list(ev.source_refs), method="facet")
+        if conflicts:
+            ans.conflict = [c.id for c in conflicts]
+            ans.text += " (conflicting: " + "; ".join(f"{c.value} per {c.source_refs[0] if c.source_refs else c.id}" for c in conflicts) + ")"
+            for c in conflicts:
+                ans.source_refs.extend(r for r in c.source_refs if r not in ans.source_refs)
+        return ans
+    if best_note_cosine < settings.abstain_below or not ranked_events:
+        return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
+    best = None
+    for ev, _score in ranked_events:
+        if ev.validity_at(as_of) > 0:
+            best = ev
+            break
+    if best is None:
+        best = newest_successor(graph, ranked_events[0][0], as_of)
+    elif shape.wants_current:
+        best = newest_successor(graph, best, as_of)
+    value = extract_value(graph, best, shape)
+    refs = list(best.source_refs)
+    ids = [best.id]
+    if shape.wh == "why":
+        cause = _cause_of(graph, best)
+        if cause is not None:
+            ids.append(cause.id)
+            refs.extend(r for r in cause.source_refs if r not in refs)
+    return Answer(text=value, abstained=False, event_ids=ids, source_refs=refs, method="event")

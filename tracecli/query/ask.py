@@ -1,0 +1,402 @@
+"""ask: seeds → paths → context → plan → answer, stored so `trace` can replay it.
+
+`Asker` holds what a batch reuses (the embedder, each conversation's graph and
+note vectors), so `ask --batch` loads models once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tracecli.errors import BadInput, NotFound
+from tracecli.graph.facets import facet_label
+from tracecli.query.answer import NOT_ENOUGH, Answer, answer_offline, newest_successor
+from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, traverse
+from tracecli.query.retrieve import NoteHit, hybrid_search
+from tracecli.query.settings import AskSettings
+from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
+from tracecli.store.db import Store, dumps, utc_now
+from tracecli.text import count_tokens, short_hash
+from tracecli.timeutil import parse_iso, parse_user_date
+
+
+@dataclass
+class ContextItem:
+    kind: str  # note | path | claim | wiki
+    text: str
+    source_refs: list[str]
+    score: float
+
+
+@dataclass
+class StepOut:
+    event_id: str
+    description: str
+    time: str | None
+    validity: str
+    valid_until: str | None
+    relation_to_next: str | None
+
+
+@dataclass
+class PathOut:
+    score: float
+    signals: dict[str, float]
+    steps: list[StepOut]
+
+
+@dataclass
+class AskResult:
+    """What `ask --json` prints (keys pinned by tests)."""
+
+    answer_id: str
+    question: str
+    answer: str
+    abstained: bool
+    plan: str
+    as_of: str | None
+    source_refs: list[str]
+    context: list[ContextItem]
+    paths: list[PathOut]
+    timing_ms: dict[str, float]
+
+
+@dataclass
+class _Scope:
+    conversation_ids: list[str]
+    graph: Graph
+    names: list[str]
+    now: dt.datetime | None
+    note_matrix: np.ndarray
+    note_rowids: list[int]
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def short_text(ev: EventNode) -> str:
+    """One line for an event: 'Alice is moving to Porto' or its description."""
+    if ev.facet and ev.value:
+        text = f"{ev.subject} {facet_label(ev.facet)} {ev.value}"
+        return f"{ev.subject} no longer: {text[len(ev.subject) + 1:]}" if ev.negated else text
+    words = ev.description.split()
+    return " ".join(words[:40]) + (" …" if len(words) > 40 else "")
+
+
+class Asker:
+    """Answers questions over one store; reuse it for many questions."""
+
+    def __init__(self, store: Store, *, settings: AskSettings | None = None, embedder: Any = None, llm: Any = None) -> None:
+        self.store = store
+        self.settings = settings or AskSettings()
+        self._embedder = embedder
+        self.llm = llm
+        self._scopes: dict[tuple[str, ...], _Scope] = {}
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from tracecli.providers.embeddings import get_embedder
+
+            self._embedder = get_embedder()
+        return self._embedder
+
+    # -- scope ------------------------------------------------------------------------
+    def _conversations(self, conversation_id: str | None) -> list[str]:
+        if conversation_id:
+            if self.store.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
+                raise NotFound(f"no conversation '{conversation_id}' in {self.store.path.name}; run `tracecli ingest` first")
+            return [conversation_id]
+        ids = [r[0] for r in self.store.execute("SELECT id FROM conversations ORDER BY id")]
+        if not ids:
+            raise NotFound(f"{self.store.path.name} holds no conversations; run `tracecli ingest FILE` first")
+        return ids
+
+    def _scope(self, conversation_ids: list[str]) -> _Scope:
+        key = tuple(conversation_ids)
+        if key not in self._scopes:
+            marks = ",".join("?" for _ in key)
+            graph = load_graph(self.store, key)
+            names: set[str] = {ev.subject for ev in graph.events.values()}
+            for (parts,) in self.store.execute(f"SELECT participants FROM conversations WHERE id IN ({marks})", key):
+                names.update(json.loads(parts))
+            last = self.store.execute(f"SELECT MAX(timestamp) FROM messages WHERE conversation_id IN ({marks})", key).fetchone()[0]
+            rows = self.store.execute(
+                f"SELECT v.rowid, v.embedding FROM note_vectors v JOIN notes n ON n.rowid = v.rowid "
+                f"WHERE n.conversation_id IN ({marks}) ORDER BY v.rowid", key
+            ).fetchall() if self.store.has_table("note_vectors") else []
+            matrix = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 1), np.float32)
+            self._scopes[key] = _Scope(list(key), graph, sorted(names), parse_iso(last) if last else None, matrix,
+                                       [int(r[0]) for r in rows])
+        return self._scopes[key]
+
+    # -- the pipeline -----------------------------------------------------------------
+    def ask(self, question: str, *, conversation_id: str | None = None, as_of: str | dt.datetime | None = None,
+            budget: int | None = None, store_answer: bool = True) -> AskResult:
+        """Answer one question; stores it (answers, answer_items) unless told not to."""
+        if not question or not question.strip():
+            raise BadInput("the question is empty")
+        t0 = time.perf_counter()
+        timing: dict[str, float] = {}
+        settings = self.settings
+        budget = budget or settings.budget
+        if budget < 20:
+            raise BadInput(f"--budget {budget} is too small; give at least 20 tokens")
+        as_of_dt = _as_datetime(as_of)
+        scope = self._scope(self._conversations(conversation_id))
+        shape = shape_of(question, scope.names, scope.now, as_of_dt)
+        timing["shape"] = _ms(t0)
+        t = time.perf_counter()
+        qvec = np.asarray(self.embedder.embed_batch([question])[0], dtype=np.float32)
+        timing["embed"] = _ms(t)
+        t = time.perf_counter()
+        hits = hybrid_search(self.store, question, qvec, scope.conversation_ids, k_dense=settings.k_dense,
+                             k_sparse=settings.k_sparse, rrf_k=settings.rrf_k)
+        note_cos = dict(zip(scope.note_rowids, (scope.note_matrix @ qvec).tolist())) if len(scope.note_rowids) else {}
+        timing["retrieve"] = _ms(t)
+        t = time.perf_counter()
+        graph = scope.graph
+        self._resolve_event_scopes(shape, graph, scope, qvec, note_cos)
+        as_of_iso = _iso(shape.as_of)
+        relevance = {eid: max((note_cos.get(r, 0.0) for r in ev.note_rowids), default=0.0) for eid, ev in graph.events.items()}
+        seeds = self._seeds(graph, shape, hits, relevance)
+        ranked_events = self._rank_events(graph, shape, seeds, relevance, as_of_iso)
+        paths = traverse(graph, [ev.id for ev, _ in ranked_events[:20]], settings)
+        paths = rank_paths(graph, paths, relevance, settings, as_of_iso)
+        timing["graph"] = _ms(t)
+        t = time.perf_counter()
+        best_cos = max([h.cosine for h in hits[:5]] + [0.0])
+        answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings)
+        context, shown_paths = self._context(graph, shape, answer, paths, hits, budget, as_of_iso)
+        if self.llm is not None and getattr(self.llm, "is_available", False):
+            from tracecli.query.llm_answer import answer_with_llm
+
+            answer = answer_with_llm(self.llm, question, shape, context, answer)
+        timing["answer"] = _ms(t)
+        timing["total"] = _ms(t0)
+        refs = list(dict.fromkeys(answer.source_refs))
+        result = AskResult(
+            answer_id="ans_" + short_hash(question, as_of_iso, ",".join(scope.conversation_ids), time.time_ns()),
+            question=question, answer=answer.text, abstained=answer.abstained, plan=shape.plan, as_of=as_of_iso,
+            source_refs=refs, context=context, paths=shown_paths, timing_ms=timing,
+        )
+        if store_answer:
+            save_answer(self.store, result, scope.conversation_ids)
+        return result
+
+    def _resolve_event_scopes(self, shape: QueryShape, graph: Graph, scope: _Scope, qvec: np.ndarray,
+                              note_cos: dict[int, float]) -> None:
+        """'before she moved' / 'back when ...' → an as-of time taken from the graph."""
+        if shape.before_event_verb:
+            verb = shape.before_event_verb
+            people = shape.people or [ev.subject for ev in graph.events.values()]
+            hits = sorted(
+                (ev for ev in graph.events.values() if ev.subject in people and verb in ev.quote.lower() and ev.time_anchor),
+                key=lambda e: (e.seq, e.sentence_idx),
+            )
+            if hits:
+                shape.as_of = parse_iso(hits[0].time_anchor) - dt.timedelta(seconds=1)  # type: ignore[arg-type]
+                shape.as_of_source = "question"
+        elif shape.back_when:
+            vec = np.asarray(self.embedder.embed_batch([shape.back_when])[0], dtype=np.float32)
+            if len(scope.note_rowids):
+                cos = scope.note_matrix @ vec
+                best_rowid = scope.note_rowids[int(np.argmax(cos))]
+                for ev in graph.events.values():
+                    if best_rowid in ev.note_rowids and ev.time_anchor:
+                        shape.as_of = parse_iso(ev.time_anchor)
+                        shape.as_of_source = "question"
+                        break
+        if shape.as_of is not None:
+            shape.wants_current = False
+
+    def _seeds(self, graph: Graph, shape: QueryShape, hits: Sequence[NoteHit], relevance: dict[str, float]) -> dict[str, str]:
+        """V_q = V0 ∪ V_ent ∪ V_upd ∪ V_hier, each id tagged with where it came from."""
+        s = self.settings
+        seeds: dict[str, str] = {}
+        for hit in hits[: s.seed_notes]:
+            for eid in graph.by_note.get(hit.rowid, []):
+                seeds.setdefault(eid, "dense+sparse")
+        people = set(shape.people)
+        for ev in graph.events.values():
+            if ev.subject in people and ev.facet and any(
+                ev.facet == f or (f.endswith(":*") and ev.facet.startswith(f[:-1])) for f in shape.facets
+            ):
+                seeds.setdefault(ev.id, "entity")
+        for eid in list(seeds):
+            for e in graph.out.get(eid, []) + graph.into.get(eid, []):
+                if e.label in ("updates", "contradicts"):
+                    seeds.setdefault(e.src if e.dst == eid else e.dst, "update-neighbour")
+        for eid, origin in list(seeds.items()):
+            if origin != "dense+sparse":
+                continue
+            topic = graph.events[eid].topic_id
+            if not topic:
+                continue
+            near = sorted((x for x in graph.by_topic.get(topic, []) if x not in seeds), key=lambda x: -relevance.get(x, 0.0))
+            for x in near[: s.hier_per_seed]:
+                seeds.setdefault(x, "hierarchy")
+        return seeds
+
+    def _rank_events(self, graph: Graph, shape: QueryShape, seeds: dict[str, str], relevance: dict[str, float],
+                     as_of: str | None) -> list[tuple[EventNode, float]]:
+        people = set(shape.people)
+        scored = []
+        for eid in seeds:
+            ev = graph.events[eid]
+            score = relevance.get(eid, 0.0)
+            if people and ev.subject in people:
+                score += 0.05
+            if ev.facet and any(ev.facet == f or (f.endswith(":*") and ev.facet.startswith(f[:-1])) for f in shape.facets):
+                score += 0.1
+            score += 0.05 * ev.validity_at(as_of)
+            if shape.wh == "why" and any(e.label in ("causes", "enables", "prevents") for e in graph.into.get(eid, [])):
+                score += 0.1
+            scored.append((ev, round(score, 6)))
+        scored.sort(key=lambda x: (-x[1], x[0].seq, x[0].id))
+        return scored
+
+    # -- context (Eq. 21, 22) ------------------------------------------------------------
+    def _context(self, graph: Graph, shape: QueryShape, answer: Answer, paths: list[Path], hits: Sequence[NoteHit],
+                 budget: int, as_of: str | None) -> tuple[list[ContextItem], list[PathOut]]:
+        s = self.settings
+        b_note = int(budget * s.note_share)
+        b_path = budget - b_note
+        notes: list[ContextItem] = []
+        used_note = 0
+        outdated_notes = self._outdated_notes(graph, as_of)
+        for hit in hits:
+            text = hit.text if hit.rowid not in outdated_notes else f"[OUTDATED] {hit.text}"
+            cost = count_tokens(text)
+            if used_note + cost > b_note:
+                continue
+            notes.append(ContextItem("note", text, [hit.source_ref or hit.message_id], round(hit.score, 6)))
+            used_note += cost
+        b_path += max(0, b_note - used_note)  # Eq. 21: freed note budget goes to paths
+        chosen: list[Path] = []
+        if answer.event_ids and answer.event_ids[0] in graph.events:
+            chosen.append(_answer_path(graph, answer.event_ids[0], as_of))
+        covered: set[str] = set(chosen[0].event_ids) if chosen else set()
+        for p in paths:
+            if set(p.event_ids) <= covered:
+                continue
+            chosen.append(p)
+            covered.update(p.event_ids)
+            if len(chosen) >= 12:
+                break
+        path_items: list[ContextItem] = []
+        path_outs: list[PathOut] = []
+        used_path = 0
+        for p in chosen:
+            refs = list(dict.fromkeys(r for eid in p.event_ids for r in graph.events[eid].source_refs))
+            if len(refs) > 3:
+                continue  # an item must rest on precise messages, not a whole session
+            text = render_path(graph, p, as_of)
+            cost = count_tokens(text)
+            if used_path + cost > b_path:
+                continue
+            score = p.score if p.score else 1.0
+            path_items.append(ContextItem("path", text, refs, round(score, 6)))
+            path_outs.append(_path_out(graph, p, as_of))
+            used_path += cost
+        # Most useful first: the answer's path, then paths and notes alternating by rank.
+        merged: list[ContextItem] = []
+        for i in range(max(len(path_items), len(notes))):
+            if i < len(path_items):
+                merged.append(path_items[i])
+            if i < len(notes):
+                merged.append(notes[i])
+        return merged, path_outs
+
+    def _outdated_notes(self, graph: Graph, as_of: str | None) -> set[int]:
+        out = set()
+        for rowid, eids in graph.by_note.items():
+            faceted = [graph.events[e] for e in eids if graph.events[e].facet]
+            if faceted and all(ev.validity_at(as_of) == 0.0 for ev in faceted):
+                out.add(rowid)
+        return out
+
+
+def _answer_path(graph: Graph, event_id: str, as_of: str | None) -> Path:
+    """The answer event, preceded by the version it superseded (so the outdated one shows as such)."""
+    ev = graph.events[event_id]
+    older = [graph.events[e.dst] for e in graph.out.get(ev.id, []) if e.label == "updates"]
+    if older:
+        prev = max(older, key=lambda x: (x.seq, x.sentence_idx))
+        edge = next(e for e in graph.out[ev.id] if e.label == "updates" and e.dst == prev.id)
+        return Path([Step(prev.id, "updated by"), Step(ev.id)], [edge], score=1.0,
+                    signals={"ns": 0.0, "pc": edge.confidence, "tc": 1.0, "uv": 0.0})
+    return Path([Step(ev.id)], [], score=1.0, signals={"ns": 0.0, "pc": 1.0, "tc": 1.0, "uv": ev.validity_at(as_of)})
+
+
+def marker(graph: Graph, ev: EventNode, as_of: str | None) -> str:
+    if any(ev.id in pair for pair in graph.conflicts):
+        return "conflict"
+    return ev.marker(as_of)
+
+
+def render_path(graph: Graph, path: Path, as_of: str | None) -> str:
+    """'Alice is moving to Oslo (2024-01-08) [OUTDATED until 2024-03-12] —updated by→ Alice is moving to Porto (2024-03-12) [valid]'."""
+    parts = []
+    for step in path.steps:
+        ev = graph.events[step.event_id]
+        mark = marker(graph, ev, as_of)
+        tag = "[OUTDATED" + (f" until {ev.valid_until[:10]}" if ev.valid_until else "") + "]" if mark == "outdated" else f"[{mark}]"
+        when = f" ({ev.time_anchor[:10]})" if ev.time_anchor else ""
+        parts.append(f"{short_text(ev)}{when} {tag}")
+        if step.relation_to_next:
+            parts.append(f"—{step.relation_to_next}→")
+    return " ".join(parts)
+
+
+def _path_out(graph: Graph, path: Path, as_of: str | None) -> PathOut:
+    steps = []
+    for step in path.steps:
+        ev = graph.events[step.event_id]
+        steps.append(StepOut(ev.id, short_text(ev), ev.time_anchor, marker(graph, ev, as_of), ev.valid_until, step.relation_to_next))
+    return PathOut(round(path.score, 6), dict(path.signals), steps)
+
+
+def _as_datetime(value: str | dt.datetime | None) -> dt.datetime | None:
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    try:
+        return parse_user_date(value)
+    except ValueError as exc:
+        raise BadInput(f"--as-of: {exc}") from None
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 2)
+
+
+def save_answer(store: Store, result: AskResult, conversation_ids: Sequence[str]) -> None:
+    """Store the answer and its context items (what `trace` replays)."""
+    from tracecli.render import to_jsonable
+
+    payload = to_jsonable(result)
+    with store.transaction():
+        store.execute(
+            "INSERT INTO answers(id, conversation_id, question, answer, abstained, plan, as_of, payload, created_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?)",
+            (result.answer_id, ",".join(conversation_ids), result.question, result.answer, int(result.abstained),
+             result.plan, result.as_of, dumps(payload), utc_now()),
+        )
+        store.conn.executemany(
+            "INSERT INTO answer_items(answer_id, rank, kind, ref_id, text, score, source_refs) VALUES (?,?,?,?,?,?,?)",
+            [(result.answer_id, i, it.kind, None, it.text, it.score, dumps(it.source_refs)) for i, it in enumerate(result.context)],
+        )
+
+
+__all__ = ["Asker", "AskResult", "ContextItem", "PathOut", "StepOut", "render_path", "short_text", "NOT_ENOUGH",
+           "newest_successor", "PLAN_TEXT", "field"]

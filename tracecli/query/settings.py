@@ -1,0 +1,47 @@
+"""Every knob of query processing, in one place (TRACE §II-E/F; TrajWiki §3.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Relation discounts d(ℓ) of Eq. 18: how much a hop along each label keeps of
+# the path's confidence. Evolution edges are informative for state questions,
+# `before` is weak (pure chronology), structural hops are weakest.
+RELATION_DISCOUNT: dict[str, float] = {
+    "updates": 0.95,
+    "causes": 0.9,
+    "enables": 0.85,
+    "prevents": 0.85,
+    "contradicts": 0.7,
+    "before": 0.6,
+    "member_of": 0.5,
+    "next": 0.5,
+}
+
+
+@dataclass
+class AskSettings:
+    """Documented defaults; all are configuration."""
+
+    # seeds (Eq. 13, 14)
+    k_dense: int = 40  # notes from sqlite-vec
+    k_sparse: int = 40  # notes from FTS5/BM25
+    rrf_k: int = 60  # reciprocal rank fusion constant
+    seed_notes: int = 12  # top fused notes whose events seed V0
+    hier_per_seed: int = 2  # events added per seed from the same topic (V_hier)
+    # traversal (Eq. 15)
+    max_depth: int = 3  # edges per path
+    fan_out: int = 6  # edges followed per node and direction
+    max_paths: int = 200  # paths kept before scoring
+    # scoring (Eq. 16-20)
+    alpha: float = 0.4  # NS, neural relevance
+    beta: float = 0.3  # PC, path confidence
+    gamma: float = 0.15  # TC, temporal consistency
+    delta: float = 0.15  # UV, update validity
+    discounts: dict[str, float] = field(default_factory=lambda: dict(RELATION_DISCOUNT))
+    # context (Eq. 21, 22); tokens are whitespace-separated words
+    budget: int = 400
+    note_share: float = 0.5  # B_note = note_share * budget; the rest is B_path
+    # answering
+    abstain_below: float = 0.30  # best evidence relevance (cosine) under which the offline answer abstains
+    facet_confidence_floor: float = 0.5  # facet events below this confidence do not answer on their own

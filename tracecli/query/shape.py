@@ -1,0 +1,149 @@
+"""Query shape (TRACE §II-F): answer plan, expected answer type, people named, time scope.
+
+Detection reads only the question text, never benchmark labels.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from calendar import monthrange
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tracecli.graph.dates import find_dates
+from tracecli.graph.facets import question_facets
+
+PLANS = ("temporal", "preference", "multi-hop", "factual")
+
+PLAN_TEXT = {
+    "temporal": "Compare timestamps before asserting what is current; answer with an absolute date; "
+    "prefer the latest valid event unless the question is scoped to an earlier time.",
+    "preference": "Aggregate the person's statements over time; the latest valid preference wins; "
+    "mention an earlier one only as outdated.",
+    "multi-hop": "Follow the evidence chain step by step along its relation labels; every step must be cited.",
+    "factual": "Answer directly and briefly with the value asked for, from the best currently-valid evidence.",
+}
+
+_TEMPORAL = re.compile(r"\b(when|what date|which date|what day|what year|what month|how long|since when|before|after|"
+                       r"as of|until|by the time|first|last time|ago|dates?)\b", re.I)
+_PREFERENCE = re.compile(r"\b(favou?rite|prefer\w*|like|likes|love|loves|enjoy\w*|hobb\w+|diet|taste|into|fan of|"
+                         r"rather|usually|order)\b", re.I)
+_MULTIHOP = re.compile(r"\b(why|how come|what led|what caused|because|reason|result|lead to|led to|end up|ended up|"
+                       r"after .* what|both|relationship between|how did .* (?:meet|get|end))\b", re.I)
+_NOW = re.compile(r"\b(now|currently|current|these days|at the moment|today|still|anymore|latest|end up|ended up)\b", re.I)
+_SCOPE = re.compile(
+    r"\b(?:as of|as at|in|on|by|during|back in|around|at the (?:start|end|beginning) of|early|mid|late)\s+"
+    r"(?:(?:early|mid|late|the start of|the end of)\s+)?"
+    r"(?:(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)"
+    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?(?:,?\s+\d{4})?|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?[a-z]+(?:,?\s+\d{4})?|\d{4}(?:-\d{2}(?:-\d{2})?)?|"
+    r"last (?:year|month|week|spring|summer|autumn|fall|winter)|(?:january|february|march|april|may|june|july|august|"
+    r"september|october|november|december) last year)\b",
+    re.I,
+)
+_BEFORE_EVENT = re.compile(r"\bbefore\s+(?:she|he|they|[A-Z][a-z]+)\s+(moved|switched|changed|started|left|got|quit|renamed|rebooked|went)\b", re.I)
+_BACK_WHEN = re.compile(r"\bback when\b(?P<rest>.+)$", re.I)
+
+
+@dataclass
+class QueryShape:
+    """What the question asks, read from its text."""
+
+    plan: str
+    wh: str  # where | when | who | what | which | why | how | yesno
+    facets: list[str] = field(default_factory=list)
+    people: list[str] = field(default_factory=list)
+    as_of: dt.datetime | None = None
+    as_of_source: str | None = None  # "option" | "question" | None
+    scope_phrase: str | None = None
+    wants_current: bool = True
+    before_event_verb: str | None = None
+    back_when: str | None = None
+
+
+def detect_wh(question: str) -> str:
+    q = question.strip().lower()
+    for wh in ("where", "when", "who", "whose", "which", "what", "why", "how"):
+        if re.search(rf"\b{wh}\b", q):
+            return "who" if wh == "whose" else wh
+    return "yesno"
+
+
+def detect_plan(question: str) -> str:
+    """temporal | preference | multi-hop | factual, from the question's words."""
+    if _MULTIHOP.search(question):
+        return "multi-hop"
+    if _TEMPORAL.search(question):
+        return "temporal"
+    if _PREFERENCE.search(question):
+        return "preference"
+    return "factual"
+
+
+def people_in(question: str, names: Sequence[str]) -> list[str]:
+    """Known people named in the question (participants, event subjects)."""
+    found = []
+    for name in sorted(set(names), key=len, reverse=True):
+        if name and re.search(rf"\b{re.escape(name)}(?:'s|’s)?\b", question, re.I):
+            found.append(name)
+    return found
+
+
+def _end_of(date: dt.date, granularity: str, phrase: str) -> dt.datetime:
+    p = phrase.lower()
+    if granularity == "year" and not re.search(r"[a-z]{3,}\s+\d{4}|\d{4}-\d{2}", p):
+        end = dt.date(date.year, 12, 31)
+    elif granularity in ("month", "year") or re.fullmatch(r".*\b[a-z]+\s+\d{4}$", p) and not re.search(r"\d{1,2}(?:st|nd|rd|th)?\s+[a-z]", p):
+        last = monthrange(date.year, date.month)[1]
+        day = 10 if "early" in p or "start" in p or "beginning" in p else 20 if "mid" in p else last
+        end = dt.date(date.year, date.month, day)
+    else:
+        end = date
+    return dt.datetime(end.year, end.month, end.day, 23, 59, 59, tzinfo=dt.timezone.utc)
+
+
+def time_scope(question: str, now: dt.datetime | None) -> tuple[dt.datetime | None, str | None]:
+    """An as-of date stated in the question ('as of 2 Feb 2024', 'in March last year'), resolved against `now`."""
+    for m in _SCOPE.finditer(question):
+        phrase = m.group(0)
+        core = re.sub(r"^(?:as of|as at|in|on|by|during|back in|around)\s+", "", phrase, flags=re.I)
+        mentions = find_dates(core, now) or find_dates(phrase, now)
+        if not mentions:
+            # a bare month name: the latest such month not after `now`
+            mm = re.fullmatch(r"(?i)(?:(early|mid|late|the start of|the end of)\s+)?([a-z]+)", core)
+            if mm and now is not None:
+                try:
+                    month = dt.datetime.strptime(mm.group(2)[:3].title(), "%b").month
+                except ValueError:
+                    continue
+                year = now.year if month <= now.month else now.year - 1
+                return _end_of(dt.date(year, month, 1), "month", phrase), phrase
+            continue
+        dm = mentions[0]
+        gran = dm.granularity
+        if re.fullmatch(r"(?i)(?:early|mid|late|the start of|the end of)?\s*[a-z]+", core.strip()):
+            gran = "month"
+        return _end_of(dm.date, gran, phrase), phrase
+    return None, None
+
+
+def shape_of(question: str, names: Sequence[str], now: dt.datetime | None, as_of: dt.datetime | None = None) -> QueryShape:
+    """Read the question: plan, answer type, facets, people, time scope."""
+    shape = QueryShape(plan=detect_plan(question), wh=detect_wh(question), facets=question_facets(question),
+                       people=people_in(question, names))
+    if as_of is not None:
+        shape.as_of, shape.as_of_source = as_of, "option"
+    else:
+        scoped, phrase = time_scope(question, now)
+        if scoped is not None:
+            shape.as_of, shape.as_of_source, shape.scope_phrase = scoped, "question", phrase
+    m = _BEFORE_EVENT.search(question)
+    if m and shape.as_of is None:
+        shape.before_event_verb = m.group(1).lower()
+    m = _BACK_WHEN.search(question)
+    if m and shape.as_of is None:
+        shape.back_when = m.group("rest").strip(" ?")
+    shape.wants_current = shape.as_of is None and shape.before_event_verb is None and shape.back_when is None
+    if shape.as_of is not None and shape.plan == "factual":
+        shape.plan = "temporal"
+    return shape
