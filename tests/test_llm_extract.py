@@ -23,7 +23,7 @@ from tracecli.graph.llm_extract import (
     support,
 )
 from tracecli.ingest import ingest_parsed, parse_file
-from tracecli.providers.llm import LLMSettings, OpenAIChatModel, ledger_totals
+from tracecli.providers.llm import LLMSettings, NoneChatModel, OpenAIChatModel, ledger_totals
 from tracecli.store import Store, open_store
 from tracecli.timeutil import parse_iso
 
@@ -160,6 +160,25 @@ def test_known_facts_are_in_the_prompt_and_revision_cue_kept(llm_server: LLMServ
     assert "- Alice | moving_to | Lisbon (as of 2024-03-01)" in prompt
 
 
+def test_date_and_pet_facets_are_written_like_the_rules(llm_server: LLMServer) -> None:
+    msgs = [MessageIn("w1", "wn1", "s3", 7, "Alice",
+                      "Our wedding is on 14 September. Our puppy is called Biscuit. The honeymoon is in the autumn.",
+                      "2024-03-01T09:00:00Z")]
+    llm_server.queue(json_reply(reply(
+        ev("w", "Alice's wedding is on 14 September.", type="plan", facet="date:Wedding", value="14 September"),
+        ev("p", "Alice's puppy is called Biscuit.", type="state_change", facet="pet_name:puppy", value="biscuit"),
+        ev("h", "Alice's honeymoon is in the autumn.", type="plan", facet="date:honeymoon", value="autumn"),
+    )))
+    events = extract_with_llm(make_model(llm_server, None), msgs, PARTICIPANTS, [])
+    assert events is not None
+    wedding, pet = events[0], events[1]
+    assert (wedding.facet, wedding.value, wedding.value_norm) == ("date:wedding", "14 September 2024", "14 september 2024")
+    assert (wedding.event_time, wedding.event_time_granularity) == ("2024-09-14", "day")
+    assert (pet.facet, pet.value, pet.value_norm, pet.sentence_idx) == ("pet_name:dog", "Biscuit", "biscuit", 1)
+    # "autumn" is in the text but resolves to no date: the event stays, without the facet
+    assert (events[2].facet, events[2].value, events[2].quote) == (None, None, "The honeymoon is in the autumn.")
+
+
 # -- validation drops ------------------------------------------------------------------------
 def test_invalid_events_are_dropped_and_counted(llm_server: LLMServer) -> None:
     llm_server.queue(json_reply(reply(
@@ -171,23 +190,44 @@ def test_invalid_events_are_dropped_and_counted(llm_server: LLMServer) -> None:
         ev("x5", "Alice sold the flat in Berlin.", sources=[1, 2, 3]),  # the whole session
         ev("x6", "Zoe is moving to Lisbon next month.", subject="Zoe", participants=["Zoe"]),  # invented subject
         ev("x7", "Alice is moving to Lisbon soon.", facet="favorite_colour", value="Lisbon"),  # unknown facet: kept, no facet
+        ev("x8", "Alice is moving to Lisbon next month.", facet="moving_to", value="Lis"),  # only part of a word
         links=[
             {"cause": "x1", "effect": "e1", "label": "causes", "cue": "because"},  # a dropped event
             {"cause": "x7", "effect": "e1", "label": "enables", "cue": "thanks to"},  # cue not in the text
+            {"cause": "x7", "effect": "e1", "label": "causes", "cue": "on"},  # only inside a word ("Lisbon")
         ],
     )))
     result = distill_session(make_model(llm_server, None), MESSAGES, PARTICIPANTS, [])
     assert result.events is not None
     assert [e.description for e in result.events] == ["Alice is moving to Lisbon next month.", "Alice is moving to Lisbon soon."]
     assert result.events[1].facet is None and result.events[1].value is None
-    assert result.proposed == 8 and result.dropped_total == 6
+    assert result.proposed == 9 and result.dropped_total == 7
     assert dict(result.dropped) == {
-        "unsupported_description": 1, "unknown_participant": 1, "value_not_in_source": 1, "source_missing": 1,
+        "unsupported_description": 1, "unknown_participant": 1, "value_not_in_source": 2, "source_missing": 1,
         "too_many_sources": 1, "unknown_subject": 1,
     }
-    assert (result.links_proposed, result.links_dropped) == (2, 2)
+    assert (result.links_proposed, result.links_dropped) == (3, 3)
     assert all(e.causal == [] for e in result.events)
     assert not result.fallback
+
+
+def test_names_first_person_and_bad_source_numbers(llm_server: LLMServer) -> None:
+    llm_server.queue(json_reply(reply(
+        ev("a", "Alice is moving to Lisbon next month.", subject="alice", participants=["ALICE"]),  # respelled
+        ev("b", "I am moving to Lisbon next month."),  # not third person
+        ev("c", "Alice is moving to Lisbon next month.", sources=[0]),  # numbers start at 1
+        ev("d", "Alice is moving away from the US next month."),  # "US" is not a first-person "us"
+    )))
+    result = distill_session(make_model(llm_server, None), MESSAGES, PARTICIPANTS, [])
+    assert result.events is not None
+    event, us = result.events
+    assert (event.subject, event.participants) == ("Alice", ["Alice"])
+    assert us.description == "Alice is moving away from the US next month."
+    assert result.dropped == {"not_third_person": 1, "source_missing": 1}
+
+
+def test_offline_model_means_rules() -> None:
+    assert extract_with_llm(NoneChatModel(), MESSAGES, PARTICIPANTS, []) is None
 
 
 def test_person_named_in_cited_message_may_be_a_participant(llm_server: LLMServer) -> None:

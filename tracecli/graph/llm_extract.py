@@ -66,7 +66,8 @@ EVENT_SCHEMA: dict[str, Any] = {
         "subject": {"type": "string", "minLength": 1},
         "participants": {"type": "array", "items": {"type": "string"}},
         "description": {"type": "string", "minLength": 1},
-        "sources": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
+        # no "minimum": a bad number drops one event (source_missing), not the whole reply
+        "sources": {"type": "array", "minItems": 1, "items": {"type": "integer"}},
         "time": _NULLABLE_STRING,
         "facet": _NULLABLE_STRING,
         "value": _NULLABLE_STRING,
@@ -284,12 +285,20 @@ def support(description: str, source_text: str, names: Sequence[str]) -> float:
     return len(desc & _stems(source_text)) / len(desc)
 
 
+# Case-sensitive on purpose: "US" the country is not "us".
+_FIRST_PERSON = re.compile(r"\b(?:I|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|[Ww]e|us|[Oo]ur|[Oo]urs)\b")
+
+
 def _named_in(name: str, text: str) -> bool:
     return bool(re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text))
 
 
 def _find_ci(needle: str, text: str) -> re.Match[str] | None:
-    return re.search(re.escape(needle.strip()), text, re.IGNORECASE) if needle.strip() else None
+    """`needle` in `text`, ignoring case, as whole words ("so" is not found in "also", "Lis" not in "Lisbon")."""
+    needle = needle.strip()
+    if not needle:
+        return None
+    return re.search(rf"(?<![\w]){re.escape(needle)}(?![\w])", text, re.IGNORECASE)
 
 
 def normalise_facet(raw: str | None) -> str | None:
@@ -385,13 +394,6 @@ def _quote(
     return host, 0, host.text.strip()
 
 
-@dataclass
-class _Checked:
-    key: str
-    event: EventOut
-    source_text: str
-
-
 def _check_event(
     raw: Mapping[str, Any],
     messages: Sequence[MessageIn],
@@ -406,16 +408,30 @@ def _check_event(
     cited = [messages[i - 1] for i in idx]
     source_text = "\n".join(m.text for m in cited)
 
-    def known_person(name: str) -> bool:
-        return name in speakers or _named_in(name, source_text)
+    def person(name: str) -> str | None:
+        """The name as the conversation spells it, if it is a speaker or named in the cited text."""
+        name = " ".join(name.split())
+        if not name:
+            return None
+        spelled = next((s for s in speakers if s.lower() == name.lower()), None)
+        if spelled is not None:
+            return spelled
+        return name if _named_in(name, source_text) else None
 
-    subject = raw["subject"].strip()
-    if not known_person(subject):
+    subject = person(raw["subject"])
+    if subject is None:
         raise _Invalid("unknown_subject")
-    people = [p.strip() for p in raw["participants"] if p.strip()]
-    if any(not known_person(p) for p in people):
-        raise _Invalid("unknown_participant")
+    people: list[str] = []
+    for raw_name in raw["participants"]:
+        if not raw_name.strip():
+            continue
+        name = person(raw_name)
+        if name is None:
+            raise _Invalid("unknown_participant")
+        people.append(name)
     description = " ".join(raw["description"].split())
+    if _FIRST_PERSON.search(description):
+        raise _Invalid("not_third_person")
     if support(description, source_text, [subject, *speakers]) < SUPPORT_THRESHOLD:
         raise _Invalid("unsupported_description")
 
@@ -498,8 +514,8 @@ def check_reply(
     """Turn a schema-valid reply into checked events; drops are counted by reason."""
     speakers = list(dict.fromkeys([*participants, *(m.speaker for m in messages)]))
     out = LLMExtraction(events=[])
-    checked: dict[str, _Checked] = {}
-    seen_ids: set[str] = set()
+    checked: dict[str, tuple[EventOut, str]] = {}  # the reply's id → (event, cited text)
+    kept: dict[str, EventOut] = {}  # event id → event
     events: list[EventOut] = []
     for raw in reply.get("events", []):
         out.proposed += 1
@@ -508,12 +524,14 @@ def check_reply(
         except _Invalid as exc:
             out.dropped[str(exc)] += 1
             continue
-        if event.id in seen_ids:
+        if event.id in kept:
+            # The same event twice: links naming either copy go to the one kept.
             out.dropped["duplicate"] += 1
+            checked.setdefault(raw["id"], (kept[event.id], source_text))
             continue
-        seen_ids.add(event.id)
+        kept[event.id] = event
         events.append(event)
-        checked.setdefault(raw["id"], _Checked(raw["id"], event, source_text))
+        checked.setdefault(raw["id"], (event, source_text))
     for link in reply.get("links", []):
         out.links_proposed += 1
         cause, effect = checked.get(link["cause"]), checked.get(link["effect"])
@@ -521,15 +539,15 @@ def check_reply(
         if (
             cause is None
             or effect is None
-            or cause.event.id == effect.event.id
+            or cause[0].id == effect[0].id
             or not cue
-            or not (_find_ci(cue, effect.source_text) or _find_ci(cue, cause.source_text))
+            or not (_find_ci(cue, effect[1]) or _find_ci(cue, cause[1]))
         ):
             out.links_dropped += 1
             continue
-        entry = (link["label"], cause.event.id, cue.lower())
-        if entry not in effect.event.causal:
-            effect.event.causal.append(entry)
+        entry = (link["label"], cause[0].id, cue.lower())
+        if entry not in effect[0].causal:
+            effect[0].causal.append(entry)
     events.sort(key=lambda e: (e.seq, e.sentence_idx))  # stable: the reply's order within a sentence
     if out.proposed and not events:
         out.events, out.fallback, out.reason = None, True, "every proposed event failed validation"
@@ -539,6 +557,10 @@ def check_reply(
 
 
 # -- entry points ----------------------------------------------------------------------
+def _no_reply() -> Mapping[str, Any] | None:
+    return None
+
+
 def distill_session(
     llm: ChatModel,
     messages: Sequence[MessageIn],
@@ -549,7 +571,7 @@ def distill_session(
     if not messages:
         return LLMExtraction(events=[])
     prompt = build_prompt(messages, participants, history)
-    reply = complete_or_fallback(llm, prompt, SESSION_SCHEMA, lambda: None, stage=STAGE)
+    reply = complete_or_fallback(llm, prompt, SESSION_SCHEMA, _no_reply, stage=STAGE)
     if reply is None:
         return LLMExtraction(events=None, fallback=True, reason="the LLM reply was unusable")
     result = check_reply(reply, messages, participants)

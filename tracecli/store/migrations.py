@@ -230,3 +230,196 @@ def m004_answers(db: Database) -> None:
         )
         """,
     )
+
+
+@migrations(name="m005_wiki")
+def m005_wiki(db: Database) -> None:
+    """TrajWiki: snapshots, trajectories, claims with an append-only op log, and wiki pages.
+
+    `claim_ops` refuses UPDATE and DELETE; `claims` refuses DELETE and any change
+    other than `status` / `successor_id` (which only the op log moves). The
+    `wiki_vectors` vec0 table is created by `tracecli.wiki.pages` once the
+    embedding dimension is known, like `note_vectors`.
+    """
+    # One statement per execute: executescript() would COMMIT mid-migration.
+    db.execute(
+        """
+        CREATE TABLE trajectories (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            idx INTEGER NOT NULL,
+            first_snapshot_id TEXT NOT NULL,
+            latest_snapshot_id TEXT NOT NULL,
+            n_snapshots INTEGER NOT NULL DEFAULT 0,
+            keywords TEXT NOT NULL DEFAULT '{}',
+            entities TEXT NOT NULL DEFAULT '[]',
+            terms TEXT NOT NULL DEFAULT '[]',
+            facets TEXT NOT NULL DEFAULT '[]',
+            sum_vector BLOB,
+            latest_vector BLOB,
+            first_at TEXT,
+            last_at TEXT,
+            created_at TEXT NOT NULL,
+            UNIQUE (conversation_id, idx)
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE snapshots (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            idx INTEGER NOT NULL,
+            trajectory_id TEXT REFERENCES trajectories(id),
+            position INTEGER,
+            message_ids TEXT NOT NULL,
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            timestamp TEXT,
+            text TEXT NOT NULL,
+            keywords TEXT NOT NULL DEFAULT '[]',
+            entities TEXT NOT NULL DEFAULT '[]',
+            terms TEXT NOT NULL DEFAULT '[]',
+            facets TEXT NOT NULL DEFAULT '[]',
+            vector BLOB,
+            match_score REAL,
+            match_reason TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            UNIQUE (conversation_id, idx)
+        )
+        """
+    )
+    db.execute("CREATE INDEX idx_snapshots_trajectory ON snapshots(trajectory_id, position)")
+    db.execute(
+        """
+        CREATE TABLE claims (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            idx INTEGER NOT NULL,
+            snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
+            trajectory_id TEXT REFERENCES trajectories(id),
+            event_id TEXT,
+            subject TEXT NOT NULL DEFAULT '',
+            facet TEXT,
+            fact_key TEXT,
+            item TEXT,
+            family TEXT,
+            text TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('active', 'deprecated', 'contradictory', 'needs-confirmation')),
+            source_message_ids TEXT NOT NULL,
+            supporting_quote TEXT NOT NULL,
+            origin TEXT NOT NULL DEFAULT 'rules',
+            predecessor_id TEXT,
+            successor_id TEXT,
+            created_at TEXT NOT NULL,
+            UNIQUE (conversation_id, idx)
+        )
+        """
+    )
+    db.execute("CREATE INDEX idx_claims_trajectory ON claims(trajectory_id, idx)")
+    db.execute("CREATE INDEX idx_claims_event ON claims(event_id)")
+    db.execute("CREATE INDEX idx_claims_fact ON claims(conversation_id, fact_key)")
+    db.execute(
+        """
+        CREATE TABLE claim_ops (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            n INTEGER NOT NULL,
+            op TEXT NOT NULL CHECK (op IN ('ADD', 'REVISE', 'DEPRECATE')),
+            claim_id TEXT NOT NULL REFERENCES claims(id),
+            target_id TEXT REFERENCES claims(id),
+            status TEXT NOT NULL,
+            snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
+            event_id TEXT,
+            source_message_ids TEXT NOT NULL DEFAULT '[]',
+            quote TEXT NOT NULL DEFAULT '',
+            reason TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            UNIQUE (conversation_id, n)
+        )
+        """
+    )
+    db.execute("CREATE INDEX idx_claim_ops_claim ON claim_ops(claim_id)")
+    db.execute("CREATE INDEX idx_claim_ops_target ON claim_ops(target_id)")
+    db.execute(
+        "CREATE TRIGGER claim_ops_no_update BEFORE UPDATE ON claim_ops "
+        "BEGIN SELECT RAISE(ABORT, 'claim_ops is append-only'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER claim_ops_no_delete BEFORE DELETE ON claim_ops "
+        "BEGIN SELECT RAISE(ABORT, 'claim_ops is append-only'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER claims_no_delete BEFORE DELETE ON claims "
+        "BEGIN SELECT RAISE(ABORT, 'claims are never deleted'); END"
+    )
+    db.execute(
+        """
+        CREATE TRIGGER claims_immutable BEFORE UPDATE ON claims
+        WHEN NEW.id IS NOT OLD.id OR NEW.text IS NOT OLD.text OR NEW.supporting_quote IS NOT OLD.supporting_quote
+          OR NEW.source_message_ids IS NOT OLD.source_message_ids OR NEW.snapshot_id IS NOT OLD.snapshot_id
+          OR NEW.trajectory_id IS NOT OLD.trajectory_id OR NEW.event_id IS NOT OLD.event_id
+          OR NEW.predecessor_id IS NOT OLD.predecessor_id OR NEW.idx IS NOT OLD.idx
+          OR NEW.conversation_id IS NOT OLD.conversation_id
+        BEGIN SELECT RAISE(ABORT, 'claims are immutable; only the op log moves status and successor_id'); END
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE snapshot_claims (
+            snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
+            claim_id TEXT NOT NULL REFERENCES claims(id),
+            role TEXT NOT NULL,
+            PRIMARY KEY (snapshot_id, claim_id)
+        )
+        """
+    )
+    db.execute("CREATE INDEX idx_snapshot_claims_claim ON snapshot_claims(claim_id)")
+    db.execute(
+        """
+        CREATE TABLE wiki_sessions (
+            session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            compiled_at TEXT NOT NULL
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE wiki_pages (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            slug TEXT NOT NULL,
+            type TEXT NOT NULL CHECK (type IN ('index', 'entity', 'topic', 'inventory')),
+            title TEXT NOT NULL,
+            markdown TEXT NOT NULL,
+            routing_text TEXT NOT NULL DEFAULT '',
+            keywords TEXT NOT NULL DEFAULT '[]',
+            entities TEXT NOT NULL DEFAULT '[]',
+            items TEXT NOT NULL DEFAULT '[]',
+            links TEXT NOT NULL DEFAULT '[]',
+            rescue INTEGER NOT NULL DEFAULT 0,
+            origin TEXT NOT NULL DEFAULT 'rules',
+            content_hash TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (conversation_id, slug)
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE wiki_page_trajectories (
+            page_id TEXT NOT NULL REFERENCES wiki_pages(id) ON DELETE CASCADE,
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id),
+            PRIMARY KEY (page_id, trajectory_id)
+        )
+        """
+    )
+    db.execute("CREATE INDEX idx_wiki_page_trajectories_traj ON wiki_page_trajectories(trajectory_id)")
+    db.execute(
+        "CREATE VIRTUAL TABLE wiki_fts USING fts5("
+        "title, body, keywords, conversation_id UNINDEXED, tokenize = 'porter unicode61')"
+    )
