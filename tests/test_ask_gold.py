@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from ask_fixtures import conflict_ids, event_rows, gold_questions, jsonable
+pytest.register_assert_rewrite("ask_fixtures")
+
+from ask_fixtures import conflict_ids, event_rows, gold_questions, jsonable  # noqa: E402
 
 pytest_plugins = ["ask_fixtures"]
 

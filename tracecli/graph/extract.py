@@ -70,10 +70,7 @@ class EventOut:
 SUBJ = r"(?P<subj>\b(?:I|[Ww]e|[Yy]ou|[A-Z][a-z]+(?: and I)?)\b)"
 _CI = lambda s: f"(?i:{s})"  # noqa: E731 - case-insensitive trigger, case-sensitive value
 
-CAR_MAKES = (
-    "Skoda|Škoda|Kia|Toyota|Ford|VW|Volkswagen|Tesla|Honda|BMW|Audi|Nissan|Hyundai|Renault|Peugeot|Fiat|Mazda|"
-    "Volvo|Mercedes|Subaru|Vauxhall|Mini|Citroen|Citroën|Seat|SEAT|Lexus|Jeep|Polestar|BYD|MG|Dacia|Porsche|Cupra"
-)
+CAR_MAKES = F.CAR_MAKES_RE
 
 
 
@@ -150,7 +147,7 @@ RULES: list[Rule] = [
     _r("employer", _CI(r"(?:accepted|took|signed|took up)\s+(?:the|their|an?)\s+(?:job|offer|position|role)\s+(?:at|with|from)") + r"\s+" + CAP, "org", 0.85, "state_change", subject_from="speaker"),
     _r("employer", _CI(r"(?:handed in|gave|put in|handing in)\s+(?:my|our)\s+notice\s+(?:at|to)|quit(?:ting)?\s+(?:my job at\s+)?|resign(?:ed|ing)?\s+from|left my job at|leaving my job at") + r"\s*" + CAP, "org", 0.85, "state_change", negated=True, subject_from="speaker"),
     # occupation
-    _r("occupation", _S + _CI(r"work(?:ing|ed|s)?\s+as|train(?:ing|ed)?\s+(?:to be|as)|qualified as") + r"\s+" + _CI(r"an?\s+") + PHRASE, "thing", 0.75, "state_change"),
+    _r("employer", _S + _CI(r"work(?:ing|ed|s)?\s+as|train(?:ing|ed)?\s+(?:to be|as)|qualified as") + r"\s+" + _CI(r"an?\s+") + PHRASE, "thing", 0.75, "state_change"),
     # study
     _r("study", _S + _CI(r"stud(?:y|ying|ied|ies)|major(?:ing|ed)? in|enrolled in|enrolling in|retraining in") + r"\s+" + _CI(r"(?:an?\s+)?(?:online\s+)?(?:course\s+in\s+)?") + PHRASE, "thing", 0.75, "state_change"),
     _r("study", _CI(r"\b(?:enrolled|enrolling|signed up|signing up)\s+(?:in|for|on)\s+(?:an?\s+|the\s+)?(?:online\s+)?(?:course\s+in\s+)?") + PHRASE, "thing", 0.75, "state_change", subject_from="speaker"),
@@ -162,6 +159,9 @@ RULES: list[Rule] = [
     _r(_pet, _CI(r"(?:my|our)\s+(?:\w+\s+)?" + _SPECIES_G + r",?") + r"\s+" + NAME + r"\b", "name", 0.8, subject_from="speaker"),
     _r(_pet, NAME + r"\s+\(" + _CI(r"(?:my|our)\s+(?:[\w\-]+\s+){0,2}" + _SPECIES_G) + r"\)", "name", 0.85, subject_from="speaker"),
     _r(_pet, NAME + r",\s+" + _CI(r"(?:my|our)\s+(?:[\w\-]+\s+){0,2}" + _SPECIES_G) + r"\b", "name", 0.8, subject_from="speaker"),
+    _r(_pet, NAME + r"\s+" + _CI(r"the\s+" + _SPECIES_G) + r"\b", "name", 0.75, subject_from="speaker"),
+    _r(_pet, NAME + r"\s+" + _CI(r"is\s+(?:a|an|my|our)\s+(?:[\w\-]+\s+){0,2}" + _SPECIES_G) + r"\b", "name", 0.75, subject_from="speaker"),
+    _r(_pet, _CI(r"\bthe\s+" + _SPECIES_G + r"\s+is\s+(?:now\s+)?(?:called\s+)?") + r"(?P<value>[A-Z][a-zA-Z'’\-]+(?:\s+[A-Z][a-zA-Z'’\-]+)?)\s+" + _CI(r"now"), "name", 0.85, "state_change", subject_from="speaker"),
     _r(_pet, _CI(r"renam(?:ed|ing|e)\s+(?:her|him|it|them|(?:the|our|my)\s+" + _SPECIES_G + r")\s+(?:to\s+)?") + NAME, "name", 0.9, "state_change", subject_from="speaker"),
     _r("pet_name:?", _CI(r"(?:her|his|its)\s+name\s+is|(?:we|i)\s+(?:named|called)\s+(?:her|him|it)|(?:she|he|it)[’']?s\s+called|(?:she|he|it)\s+is\s+called") + r"\s+" + NAME, "name", 0.85, "state_change", subject_from="speaker"),
     # family members
@@ -206,7 +206,7 @@ RULES: list[Rule] = [
     _r(_date_of, _CI(r"(?:moved|moving|pushed|pushing|postponed|postponing|rescheduled|rescheduling|rebooked|rebooking|changed|shifted|bumped|brought)\s+(?:back\s+|forward\s+)?(?:the|my|our)\s+" + _EVENT_G + r"\s+(?:date\s+)?(?:back\s+|forward\s+)?(?:to|for|until|till)") + r"\s+" + _DATE_TAIL, "date", 0.9, "plan", subject_from="speaker"),
     _r(_date_of, _CI(r"set\s+(?:a|the|our)\s+" + _EVENT_G + r"\s+date") + r"[!:,.\s]*" + _DATE_TAIL, "date", 0.9, "plan", subject_from="speaker"),
     _r(_date_of, _CI(r"\bnew\s+" + _EVENT_G + r"\s+date\s+(?:is|[’']s)") + r"\s+" + _DATE_TAIL, "date", 0.9, "plan", subject_from="speaker"),
-    _r("date:trip", _CI(r"(?:booked|rebooked|moved|changed|switched)\s+(?:the\s+|my\s+|our\s+)?(?:flights?|tickets?|trip)\s+(?:\w+\s+){0,3}?(?:for|to)") + r"\s+" + _DATE_TAIL, "date", 0.85, "plan", subject_from="speaker"),
+    _r("date:trip", _CI(r"(?:booked|rebooked|moved|changed|switched)\s+(?:the\s+|my\s+|our\s+)?(?:[\w’'\-]+\s+)?(?:flights?|tickets?|trip)\s+(?:\w+\s+){0,3}?(?:for|to)") + r"\s+" + _DATE_TAIL, "date", 0.85, "plan", subject_from="speaker"),
     _r("date:trip", _CI(r"\b(?:new\s+)?(?:departure|flight|travel|leaving)\s+date\s+(?:is|[’']s)") + r"\s+" + _DATE_TAIL, "date", 0.85, "plan", subject_from="speaker"),
     _r("date:trip", _CI(r"(?:leaving|departing|fly(?:ing)? out|flying out|we fly|i fly)\s+(?:on\s+)?") + _DATE_TAIL, "date", 0.7, "plan", subject_from="speaker"),
     _r("date:wedding", _CI(r"\b(?:getting married|get married|tying the knot)\b") + r"\s+" + _DATE_TAIL, "date", 0.8, "plan", subject_from="speaker"),
@@ -236,11 +236,18 @@ SUBSTITUTIONS = [
     re.compile(rf"(?i:\b(?:switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)|went|going|upgraded|swapped)\s+(?:\w+\s+){{0,2}}?from\s+(?:the\s+|an?\s+)?)(?P<old>{_V})(?i:\s+to\s+(?:the\s+|an?\s+)?)(?P<new>{_V})(?=\s*[.,!?;]|\s+(?:now|this|because|since|and)\b|\s*$)"),
     re.compile(rf"(?i:\b(?:swapped|traded|ditched|dropped|replaced)\s+(?:the\s+|my\s+|our\s+)?)(?P<old>{_V})(?i:\s+(?:for|with)\s+(?:the\s+|an?\s+)?)(?P<new>{_V})(?=\s*[.,!?;]|\s+(?:now|this|because|since|and)\b|\s*$)"),
 ]
+SUBSTITUTIONS += [
+    re.compile(rf"(?i:\binstead of\s+(?:the\s+|an?\s+|my\s+)?)(?P<old>{_V})(?i:\s*,?\s+(?:(?:we|i)[’']?(?:re| are|'m| am)?\s+)?(?:doing|going to|going with|getting|having|off to|heading to|it[’']s|it is)\s+(?:the\s+|an?\s+)?)(?P<new>{_V})(?=\s*[.,!?;]|\s+(?:now|this|because|since|instead|in|on|for)\b|\s*$)"),
+    re.compile(rf"(?i:\b(?:replaced|swapped|traded)\s+(?:the\s+|my\s+|our\s+)?)(?P<old>{_V})(?i:\s+(?:with|for)\s+(?:the\s+|an?\s+)?)(?P<new>{_V})(?=\s*[.,!?;]|\s+(?:now|this|last|because|since|and|by)\b|\s*$)"),
+    re.compile(rf"(?P<old>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)(?i:\s+is\s+(?:now\s+)?called\s+)(?P<new>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)"),
+]
 # Retractions with no new value: "I'm no longer vegetarian", "not doing squash anymore".
 RETRACTIONS = [
     re.compile(rf"(?i:\b(?:no longer|not|never)\s+(?:doing\s+|playing\s+|going to\s+|moving to\s+|a\s+|an\s+|into\s+|at\s+|with\s+)?)(?P<old>{_V})(?i:\s+(?:anymore|any more))"),
     re.compile(rf"(?i:\b(?:no longer)\s+(?:doing\s+|playing\s+|a\s+|an\s+|into\s+|at\s+|with\s+|working at\s+|living in\s+)?)(?P<old>{_V})(?=\s*[.,!?;]|\s*$)"),
-    re.compile(rf"(?i:\b(?:quit|gave up|stopped|called off|cancell?ed|scrapped)\s+(?:the\s+|my\s+|our\s+)?)(?P<old>{_V})(?=\s*[.,!?;]|\s+(?:for good|completely|because|after|since)\b|\s*$)"),
+    re.compile(rf"(?i:\b(?:quit|gave up(?: on)?|given up(?: on)?|stopped|called off|cancell?ed|scrapped|dropped|sold|ditched)\s+(?:the\s+|my\s+|our\s+)?)(?P<old>{_V})(?=\s*[.,!?;]|\s+(?:for good|completely|because|after|since|it|last|and)\b|\s*$)"),
+    re.compile(rf"(?P<old>[A-Z][a-z]+)(?i:\s+and\s+(?:i|me)\s+(?:split up|broke up|separated|called it off))"),
+    re.compile(rf"(?i:\b(?:changed|change)\s+(?:my|our)\s+minds?\s+(?:about|on)\s+(?:the\s+)?)(?P<old>{_V})(?=\s*[.,!?;]|\s*$)"),
 ]
 
 _QUESTION_START = re.compile(
@@ -371,6 +378,8 @@ class _Context:
 
     last_place: tuple[int, str] | None = None
     prev_message: MessageIn | None = None
+    last_event_noun: str | None = None
+    msg_retracted: list[str] = field(default_factory=list)
     last_species: dict[str, str] = field(default_factory=dict)
     recent: list[EventOut] = field(default_factory=list)
 
@@ -408,6 +417,7 @@ class RuleExtractor:
             base = parse_iso(msg.timestamp) if msg.timestamp else None
             msg_events: list[EventOut] = []
             sents = [d[:] for d in doc]
+            ctx.msg_retracted = []
             for s_idx, sent in enumerate(sents):
                 around = (sents[s_idx - 1].text if s_idx else "", " ".join(x.text for x in sents[s_idx + 1 :]))
                 msg_events.extend(self._sentence(msg, sent, s_idx, base, ctx, known + events + msg_events, around))
@@ -504,16 +514,6 @@ class RuleExtractor:
             hits.append(dict(subject=subject, facet=facet, value=value, kind=kind, confidence=confidence,
                              event_type=event_type, negated=negated))
 
-        # 1. explicit substitutions resolve the facet through the old value
-        for regex in SUBSTITUTIONS:
-            for m in regex.finditer(text):
-                prior = _find_by_value(known, default_subject, m.group("old"))
-                if prior is None or not prior.facet:
-                    continue
-                value = _value_for_facet(m.group("new"), prior.facet)
-                if not value or F.normalise_value(value) == prior.value_norm:
-                    continue
-                add(default_subject, prior.facet, value, F.facet_kind(prior.facet), 0.95, "state_change", False)
         # 2. facet patterns
         for rule in RULES:
             for m in rule.regex.finditer(text):
@@ -562,13 +562,54 @@ class RuleExtractor:
                 vpos = m.start("value") if m.groupdict().get("value") else m.start()
                 negated = rule.negated or self._negated_before(text, vpos)
                 add(subject, facet, value, kind, rule.confidence, rule.event_type, negated)
+        # 1. explicit substitutions resolve the facet through the old value
+        for regex in SUBSTITUTIONS:
+            for m in regex.finditer(text):
+                prior = _find_by_value(known, default_subject, m.group("old"))
+                if prior is None or not prior.facet:
+                    # old value never recorded: take the facet from the new value's kind and the message's words
+                    new_v = _clean_value(m.group("new"), "place")
+                    old_v = _clean_value(m.group("old"), "place")
+                    typed = bool(new_v) and (new_v[:1].isupper() or _lexicon_facet(new_v) is not None)
+                    facet = _facet_for_value(new_v, msg.text, ents, known, default_subject, ctx) if typed else None
+                    if facet and old_v and F.normalise_value(old_v) != F.normalise_value(new_v):
+                        add(default_subject, facet, old_v, F.facet_kind(facet), 0.8, "state_change", True)
+                        taken.discard((facet, False))
+                        add(default_subject, facet, _value_for_facet(new_v, facet) or new_v, F.facet_kind(facet), 0.9, "state_change", False)
+                    continue
+                value = _value_for_facet(m.group("new"), prior.facet)
+                if not value or F.normalise_value(value) == prior.value_norm:
+                    continue
+                add(default_subject, prior.facet, value, F.facet_kind(prior.facet), 0.95, "state_change", False)
+        # 2b. generic typed slots: a facet cue plus a value of the facet's kind
+        if not third_party:
+            from tracecli.graph.slots import slot_hits
+
+            prev = ctx.prev_message
+            prev_q = prev.text if prev is not None and prev.speaker != speaker and "?" in prev.text else ""
+            for h in slot_hits(sent, text, subject=default_subject, speaker=speaker, other=other,
+                               participants=self.participants, base=parse_iso(msg.timestamp) if msg.timestamp else None,
+                               prev_text=around[0], prev_other_question=prev_q, last_event_noun=ctx.last_event_noun,
+                               known=known, prev_text_other=prev.text if prev is not None and prev.speaker != speaker else ""):
+                value = _clean_value(h["value"], h["kind"])
+                if not value or any(x["facet"] == h["facet"] and x["subject"] == h["subject"] and not x["negated"] for x in hits):
+                    continue
+                if not h["negated"] and any(rx.search(text) and F.normalise_value(value) in F.normalise_value(rx.search(text).group("old")) for rx in RETRACTIONS):
+                    continue
+                if h["kind"] in ("place", "org", "name") and not self._valid_value(value, h["kind"], ents, h["facet"]):
+                    continue
+                add(h["subject"], h["facet"], value, h["kind"], h["confidence"], h["event_type"], h["negated"])
+        for m in re.finditer(r"(?i:\b(?:switched|switching|changed|moved on|gone over|converted)\s+(?:over\s+)?to\s+(?:an?\s+|the\s+)?)(?P<new>[a-z][\w\-]*(?:\s+[a-z][\w\-]*){0,2})(?=\s*[.,!?;]|\s+(?:now|instead|because|since|and|this)\b|\s*$)", text):
+            facet = _lexicon_facet(m.group("new")) or ("study" if _latest_facet(known, default_subject, "study") else None)
+            if facet and not any(h["facet"] == facet and not h["negated"] for h in hits):
+                add(default_subject, facet, _value_for_facet(m.group("new"), facet) or m.group("new"), F.facet_kind(facet), 0.85, "state_change", False)
         # 3. a new value with a revision cue but no old value: "switched to Greenleaf", "doing Lisbon instead"
         for regex in NEW_VALUE_CUES:
             for m in regex.finditer(text):
                 value = _clean_value(m.group("new"), "place")
                 if not value or not value[0].isupper() or value.split()[0] in _NOT_A_PLACE:
                     continue
-                facet = _facet_for_new_value(known, default_subject, value, text, ents)
+                facet = _facet_for_value(value, msg.text, ents, known, default_subject, ctx)
                 if facet is None or any(h["facet"] == facet and not h["negated"] for h in hits):
                     continue
                 add(default_subject, facet, value, F.facet_kind(facet), 0.85, "state_change", False)
@@ -579,6 +620,10 @@ class RuleExtractor:
                 if prior is None or not prior.facet or any(h["facet"] == prior.facet for h in hits if not h["negated"]):
                     continue
                 add(default_subject, prior.facet, prior.value or "", F.facet_kind(prior.facet), 0.85, "state_change", True)
+        ctx.msg_retracted.extend(h["facet"] for h in hits if h["negated"])
+        em = re.search(r"(?i)\b(" + _EVENT_ALT + r"|driving test|viva|defence|tickets)\b", text)
+        if em:
+            ctx.last_event_noun = em.group(1).lower()
         # 5. a short answer to the other person's question about a facet ("Pottery, bouldering and baking, mostly.")
         prev = ctx.prev_message
         if not hits and prev is not None and prev.speaker != speaker and "?" in prev.text:
@@ -598,7 +643,9 @@ class RuleExtractor:
     def _valid_value(self, value: str, kind: str, ents: dict[str, str], facet: str) -> bool:
         first = value.split()[0]
         if kind in ("place", "org", "name"):
-            if first in _NOT_A_PLACE or not first[:1].isupper():
+            if first in _NOT_A_PLACE:
+                return False
+            if not first[:1].isupper() and not (kind == "org" and len(value.split()) >= 2):
                 return False
             label = next((lab for txt, lab in ents.items() if value in txt or txt in value), None)
             if label in ("DATE", "TIME", "CARDINAL", "ORDINAL", "MONEY", "QUANTITY", "PERCENT"):
@@ -691,11 +738,13 @@ def _find_by_value(known: Sequence[EventOut], subject: str, old: str) -> EventOu
     target = F.normalise_value(old)
     if not target:
         return None
-    for ev in reversed(known):
+    ordered = sorted(known, key=lambda e: (e.facet != "trip_destination", e.seq, e.sentence_idx))
+    for ev in reversed(ordered):
         if ev.subject != subject or not ev.facet or not ev.value_norm or ev.negated:
             continue
         vn = ev.value_norm
-        if vn == target or (len(target) >= 4 and (target in vn.split(",") or vn.endswith(" " + target) or target.endswith(" " + vn))):
+        tw, vw = set(target.replace(",", " ").split()), set(vn.replace(",", " ").split())
+        if vn == target or (len(target) >= 3 and tw and vw and (tw <= vw or vw <= tw)):
             return ev
     return None
 
@@ -710,7 +759,8 @@ def _latest_pet_species(known: Sequence[EventOut], subject: str) -> str | None:
 NEW_VALUE_CUES = [
     re.compile(r"(?i:\b(?:switched|switching|moved|moving|changed|went|gone|going|upgraded)\s+(?:over\s+)?to\s+(?:the\s+)?)(?P<new>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,3})"),
     re.compile(r"(?P<new>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,3})(?i:\s+instead\b)"),
-    re.compile(r"(?i:\b(?:now it[’']s|it[’']s now|it[’']s going to be|it[’']ll be|going with|we chose|we picked|we went with|decided on)\s+)(?P<new>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,3})"),
+    re.compile(r"(?i:\b(?:now it[’']s|it[’']s now|it[’']s going to be|it[’']ll be|going with|we chose|we picked|we went with|decided on|scratch that,? it[’']s|it[’']s)\s+)(?P<new>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,3})(?=\s+(?:now|instead|after all|it is)\b|\s*[.,!?;]|\s*$)"),
+    re.compile(r"(?P<new>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,3})(?i:\s+it\s+is\b)"),
 ]
 ANSWER_SHAPES = [
     ("hobbies", re.compile(r"^(?P<value>[A-Za-z][\w\-]*(?: [a-z][\w\-]*)?(?:, (?:and )?[a-z][\w\-]*(?: [a-z][\w\-]*)?)*,? (?:and|&) [a-z][\w\-]*(?: [a-z][\w\-]*)?)(?=\s*[.,!?;]|\s+(?:mostly|these days|now|at the moment|lately)\b|\s*$)")),
@@ -718,19 +768,65 @@ ANSWER_SHAPES = [
     ("sport", re.compile(r"^(?i:(?P<value>" + _SPORT_ALT + r"))\b")),
 ]
 _PLACE_FACET_CUES = [
-    ("trip_destination", re.compile(r"(?i)\b(trip|holiday|vacation|flights?|fly|flying|booked|travel|visit|getaway)\b")),
-    ("moving_to", re.compile(r"(?i)\b(mov(?:e|ing)|relocat\w*|settl\w*|transfer)\b")),
+    ("trip_destination", re.compile(r"(?i)\b(trip|holiday|vacation|honeymoon|flights?|fly|flying|booked|travel|visit|getaway|doing)\b")),
+    ("moving_to", re.compile(r"(?i)\b(mov(?:e|ing)|relocat\w*|settl\w*|transfer\w*|sending (?:me|us)|office)\b")),
     ("residence", re.compile(r"(?i)\b(live|living|flat|apartment|house|place|keys)\b")),
 ]
 
 
-def _facet_for_new_value(known: Sequence[EventOut], subject: str, value: str, text: str, ents: dict[str, str]) -> str | None:
+_VENUE_WORDS = re.compile(r"\b(Hall|Theat(?:er|re)|Barn|Arms|Centre|Center|Club|Bar|Pub|Hotel|Church|Stadium|Arena|Gardens?|"
+                          r"House|Boathouse|Foundry|Works|Rooms?|Studio|Gallery|Museum|Manor|Castle|Chapel|Venue|Lodge|Inn|Farm|Estate)\b")
+
+
+def _lexicon_facet(value: str) -> str | None:
+    """The facet a lexicon word belongs to ('vegan' → diet, 'padel' → sport)."""
+    v = value.lower().strip()
+    for facet, words in (("diet", tuple(F.DIETS)), ("coffee", F.COFFEES), ("sport", F.SPORTS), ("instrument", F.INSTRUMENTS)):
+        if any(re.search(rf"\b{re.escape(w)}\b", v) for w in words):
+            return facet
+    return None
+
+
+def _latest_facet(known: Sequence[EventOut], subject: str, prefix: str) -> EventOut | None:
+    for ev in reversed(known):
+        if ev.subject == subject and ev.facet and ev.facet.startswith(prefix):
+            return ev
+    return None
+
+
+def _facet_for_value(value: str, text: str, ents: dict[str, str], known: Sequence[EventOut], subject: str,
+                     ctx: _Context) -> str | None:
+    """The facet a bare new value belongs to: lexicon, venue words, then kind + the message's cue words."""
+    lex = _lexicon_facet(value)
+    if lex:
+        return lex
+    if re.search(r"\b(" + F.CAR_MAKES_RE + r"|" + "|".join(re.escape(m) for m in F.CAR_MODELS) + r")\b", value):
+        return "car"
+    if _VENUE_WORDS.search(value) and ctx.last_event_noun:
+        return F.venue_facet(ctx.last_event_noun)
+    return _facet_for_new_value(known, subject, value, text, ents, ctx.msg_retracted)
+
+
+def _facet_for_new_value(known: Sequence[EventOut], subject: str, value: str, text: str, ents: dict[str, str],
+                         retracted: Sequence[str] = ()) -> str | None:
     """Which of the subject's facets a bare new value revises, from its kind and the sentence's words."""
+    for facet in reversed(retracted):
+        if F.facet_kind(facet) in ("place", "org", "name"):
+            return facet
+    from tracecli.graph.gazetteer import is_place
+
     label = next((lab for t, lab in ents.items() if value in t or t in value), None)
+    if is_place(value):
+        label = "GPE"
+    for ev in reversed(known):  # a facet whose earlier value this message mentions ("The Denver office is closing")
+        if ev.subject == subject and ev.facet and ev.value and not ev.negated and F.facet_kind(ev.facet) in ("place", "org") \
+                and re.search(rf"\b{re.escape(ev.value)}\b", text) and ev.value != value:
+            if (F.facet_kind(ev.facet) == "place") == (label in ("GPE", "LOC", "FAC")):
+                return ev.facet
     if label in ("ORG",) or re.search(r"(?i)\b(job|work|company|employer|council|role|notice)\b", text):
         kinds = ["employer"]
-    elif label in ("GPE", "LOC", "FAC") or label is None:
-        kinds = [f for f, cue in _PLACE_FACET_CUES if cue.search(text)] or ["trip_destination", "moving_to", "residence"]
+    elif label in ("GPE", "LOC", "FAC"):
+        kinds = [f for f, cue in _PLACE_FACET_CUES if cue.search(text)] or ["moving_to", "residence", "trip_destination"]
     else:
         return None
     best: tuple[int, str] | None = None

@@ -51,6 +51,11 @@ COFFEES = (
     "flat white", "oat latte", "oat milk latte", "latte", "cappuccino", "espresso", "americano", "macchiato",
     "cortado", "mocha", "filter coffee", "cold brew", "iced coffee", "long black", "galão", "galao",
     "matcha latte", "chai latte", "black coffee", "decaf", "green tea", "black tea", "earl grey", "herbal tea",
+    "oat flat white", "iced chai", "chai", "iced latte", "double espresso", "triple espresso", "matcha", "hot chocolate",
+    "kombucha", "gin and tonic", "g&t", "chapman", "beer", "red wine", "white wine", "rosé", "cider", "lager", "ipa",
+    "negroni", "aperol spritz", "spritz", "mojito", "margarita", "whisky", "whiskey", "smoothie", "lemonade",
+    "sparkling water", "oolong", "rooibos", "peppermint tea", "mint tea", "yerba mate", "bubble tea", "flat whites",
+    "cortados", "lattes", "espresso martini", "old fashioned", "pint of guinness", "guinness", "prosecco", "champagne",
 )
 _COFFEE_RE = "|".join(sorted((re.escape(c) for c in COFFEES), key=len, reverse=True))
 
@@ -60,6 +65,23 @@ SPORTS = (
     "golf", "rugby", "cricket", "hockey", "netball", "table tennis", "ping pong", "crossfit", "karate",
     "judo", "surfing", "skiing", "snowboarding", "hiking", "jogging", "weightlifting", "skating", "dancing",
     "triathlon", "marathon training", "spin", "spinning", "kayaking", "sailing", "fencing", "archery",
+    "softball", "baseball", "roller derby", "water polo", "lacrosse", "handball", "trail running", "ultimate frisbee",
+    "frisbee", "parkour", "muay thai", "kickboxing", "jiu-jitsu", "bjj", "taekwondo", "aikido", "tai chi", "ballet",
+    "open water swimming", "paddleboarding", "canoeing", "mountain biking", "road cycling", "powerlifting",
+    "crossfit", "pickleball", "darts", "snooker", "pool", "bowling", "curling", "ice hockey", "field hockey",
+    "american football", "gaelic football", "hurling", "wrestling", "gymnastics", "athletics", "sprinting",
+)
+CAR_MAKES_RE = (
+    "Skoda|Škoda|Kia|Toyota|Ford|VW|Volkswagen|Tesla|Honda|BMW|Audi|Nissan|Hyundai|Renault|Peugeot|Fiat|Mazda|"
+    "Volvo|Mercedes|Subaru|Vauxhall|Mini|Citroen|Citroën|Seat|SEAT|Lexus|Jeep|Polestar|BYD|MG|Dacia|Porsche|Cupra|Opel|Suzuki"
+)
+CAR_MODELS = (
+    "Prius", "Jazz", "Corsa", "Clio", "Panda", "Octavia", "Niro", "Golf", "Polo", "Fiesta", "Focus", "Civic", "Yaris",
+    "Model 3", "Model Y", "Mini Cooper", "Cooper", "Juke", "Qashqai", "Leaf", "Zoe", "Astra", "Micra", "Corolla",
+    "Camry", "RAV4", "Outback", "Forester", "CR-V", "Accord", "Mustang", "Beetle", "Passat", "Tiguan", "ID.3",
+    "Ioniq", "Kona", "Tucson", "i10", "i20", "i30", "Fabia", "Superb", "Kodiaq", "Sandero", "Duster", "Picanto",
+    "Sportage", "Ceed", "500", "Punto", "Megane", "Captur", "208", "308", "2008", "3008", "C3", "C4", "Berlingo",
+    "Transit", "Swift", "Impreza", "Miata", "MX-5", "Wrangler", "Cherokee", "Land Rover", "Defender", "Discovery",
 )
 _SPORT_RE = "|".join(sorted((re.escape(s) for s in SPORTS), key=len, reverse=True))
 
@@ -83,7 +105,10 @@ EVENT_NOUNS = (
     "tournament", "game", "shoot", "retreat", "honeymoon", "exhibition", "due date", "start date",
 )
 _EVENT_RE = "|".join(sorted((re.escape(e) for e in EVENT_NOUNS), key=len, reverse=True))
-EVENT_ALIASES = {"gig": "concert", "vacation": "holiday", "flight": "trip", "defense": "defence", "operation": "surgery"}
+EVENT_ALIASES = {"gig": "concert", "show": "concert", "tickets": "concert", "vacation": "holiday", "flight": "trip",
+                 "flights": "trip", "defense": "defence", "thesis defence": "defence", "thesis defense": "defence",
+                 "operation": "surgery", "product launch": "launch", "launch party": "launch", "birthday party": "birthday",
+                 "moving day": "move", "viva": "defence", "honeymoon": "honeymoon"}
 
 REVISION_CUES = re.compile(
     r"\b(instead|anymore|any more|changed (?:my|our|his|her|their) minds?|after all|switch(?:ed|ing)?|"
@@ -174,6 +199,7 @@ _EVENT_VERB_NOUNS = {"launched": "launch", "opened": "opening", "released": "lau
 def date_facet(event: str) -> str:
     event = event.lower().strip()
     event = _EVENT_VERB_NOUNS.get(event, event)
+    event = EVENT_ALIASES.get(event, event)
     return f"date:{EVENT_ALIASES.get(event, event)}"
 
 

@@ -382,6 +382,10 @@ _DOT_EDGE_STYLE = {
 }
 
 
+# Data attributes whose names Graphviz already uses for something else.
+_DOT_RENAME = {"size": "topic_size"}
+
+
 def _dot_attrs(pairs: Sequence[tuple[str, Any]]) -> str:
     return ", ".join(f"{k}={dot_quote(v)}" for k, v in pairs if v is not None)
 
@@ -395,7 +399,7 @@ def to_dot(export: GraphExport) -> str:
         style = [("shape", shapes.get(node["kind"], "box"))]
         if node["kind"] == "event":
             style.append(("fillcolor", _DOT_FILL.get(node["validity_marker"] or "", "white")))
-        data = [(name, node[name]) for name, _ in NODE_FIELDS if node.get(name) is not None]
+        data = [(_DOT_RENAME.get(name, name), node[name]) for name, _ in NODE_FIELDS if node.get(name) is not None]
         lines.append(f"  {dot_quote(node['id'])} [{_dot_attrs(style + data)}];")
     for edge in export.edges:
         colour, line_style = _DOT_EDGE_STYLE.get(edge["label"], ("black", "solid"))

@@ -153,7 +153,7 @@ def evolution_edges(events: Sequence[EventRec], settings: LinkSettings) -> list[
             if i == 0:
                 continue
             prev = _previous_for(chain[:i], ev)
-            if prev is None or prev.value_norm == ev.value_norm:
+            if prev is None or same_value(prev.value_norm, ev.value_norm):
                 continue
             if prev.order == ev.order:
                 continue
@@ -180,14 +180,30 @@ def evolution_edges(events: Sequence[EventRec], settings: LinkSettings) -> list[
     return edges
 
 
+def same_value(a: str | None, b: str | None) -> bool:
+    """Restatements are not revisions: equal values, or one's words contained in the other's ('Skoda' / 'Skoda Octavia')."""
+    if a == b:
+        return True
+    if not a or not b or a.startswith("not:") != b.startswith("not:"):
+        return False
+    wa, wb = set(a.replace(",", " ").split()), set(b.replace(",", " ").split())
+    return bool(wa) and bool(wb) and (wa <= wb or wb <= wa)
+
+
 def _previous_for(earlier: Sequence[EventRec], ev: EventRec) -> EventRec | None:
     """What `ev` revises: a retraction revises the value it names; anything else the latest earlier event."""
     if ev.negated and ev.value_norm and ev.value_norm.startswith("not:"):
         target = ev.value_norm[4:]
         for prev in reversed(earlier):
-            if prev.value_norm == target:
+            if same_value(prev.value_norm, target):
                 return prev
-    return earlier[-1] if earlier else None
+    # A new value stated right after a retraction in the same message ("not in Hackney anymore! Moved to
+    # Walthamstow") revises the value that was retracted, not the retraction itself.
+    for prev in reversed(earlier):
+        if prev.negated and prev.seq == ev.seq:
+            continue
+        return prev
+    return None
 
 
 def causal_edges(causal: Sequence[tuple[str, str, str, str]], known: set[str]) -> list[EdgeRec]:

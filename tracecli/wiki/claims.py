@@ -202,19 +202,24 @@ _LEAD = re.compile(
 )
 _HEDGE = re.compile(
     r"\b(probably|maybe|might|perhaps|possibly|not sure|unsure|thinking (?:about|of)|considering|hopefully|"
-    r"if (?:the|it|we|i|they|he|she|all|everything)\b|likely|fingers crossed|tentatively|in theory)\b",
+    r"likely|fingers crossed|tentatively|in theory)\b",
     re.I,
 )
+_IF = re.compile(r"\b(\w+)?\s*\bif (?:the|it|we|i|they|he|she|all|everything|things)\b", re.I)
+_NOT_CONDITIONAL = frozenset("ask asked asks asking wonder wondered wondering know see check checked checking whether even as".split())
 
 
 def hedged(quote: str) -> bool:
-    """True when the source sentence hedges (the claim then needs confirmation)."""
-    return bool(_HEDGE.search(quote))
+    """True when the source sentence hedges or makes a claim conditional (the claim then needs confirmation)."""
+    if _HEDGE.search(quote):
+        return True
+    return any((m.group(1) or "").lower() not in _NOT_CONDITIONAL for m in _IF.finditer(quote))
 
 
 def readable(text: str) -> str:
     """Polish a rewritten sentence into a claim: no emoji, no discourse openers, full stop."""
     t = _PHOTO.sub("", text)
+    t = re.sub(r"(?<=\w)\s*(?:" + _EMOJI.pattern + r")\s+(?=[A-Z])", ". ", t)
     t = _EMOJI.sub("", t)
     t = re.sub(r"\s+", " ", t).strip(" -–—,;:")
     t = _LEAD.sub("", t)
@@ -281,6 +286,12 @@ def facet_family(facet: str) -> str | None:
     return _FAMILY_BY_FACET.get(facet)
 
 
+_BALL_GAMES = frozenset({
+    "squash", "padel", "tennis", "badminton", "football", "five-a-side", "soccer", "basketball", "volleyball", "golf",
+    "rugby", "cricket", "hockey", "netball", "table tennis", "ping pong",
+})
+
+
 def facet_text(subject: str, facet: str, value: str, negated: bool) -> str:
     """A templated claim for (subject, facet, value)."""
     s, v = subject, value
@@ -302,6 +313,8 @@ def facet_text(subject: str, facet: str, value: str, negated: bool) -> str:
         pos, neg = f"{s} works at {v}", f"{s} no longer works at {v}"
     elif facet == "occupation":
         pos, neg = f"{s} works as {_a(v)} {v}", f"{s} no longer works as {_a(v)} {v}"
+    elif facet == "study" and re.search(r"(?i)\b(certificate|course|degree|diploma|masters|msc|ma|phd|bootcamp|programme|program|classe?s?)$", v):
+        pos, neg = f"{s} is taking {_a(v)} {v}", f"{s} is no longer taking {_a(v)} {v}"
     elif facet == "study":
         pos, neg = f"{s} studies {v}", f"{s} no longer studies {v}"
     elif facet == "diet":
@@ -309,7 +322,8 @@ def facet_text(subject: str, facet: str, value: str, negated: bool) -> str:
     elif facet == "coffee":
         pos, neg = f"{s}'s usual drink is {_a(v)} {v}", f"{s} no longer drinks {v}"
     elif facet == "sport":
-        pos, neg = f"{s} does {v}", f"{s} no longer does {v}"
+        verb = "plays" if v.lower() in _BALL_GAMES else "does"
+        pos, neg = f"{s} {verb} {v}", f"{s} no longer {verb} {v}"
     elif facet == "hobbies":
         pos, neg = f"{s} enjoys {v}", f"{s} no longer enjoys {v}"
     elif facet == "partner":
@@ -388,69 +402,111 @@ class _Tok:
         return getattr(self.tok, name)
 
 
-_INVENTORY_CUE = re.compile(
-    r"\b(love|loves|enjoy|enjoys|like|likes|play|plays|read|reads|visit|visited|favou?rite|hobb\w*|muses?|"
-    r"into|took up|went to|been to|bought|got|adopted|collect\w*|own|owns|have|has)\b",
-    re.I,
+_CUE_VERBS = frozenset(
+    "love loves loved enjoy enjoys enjoyed like likes liked play plays played read reads visit visits visited "
+    "adopted collect collects collected tried try learned learning bought baked painted made".split()
 )
+_BOUNDARY = frozenset("which who whom because so but while when where although though since that if".split())
+_CC = frozenset(("and", "or", "&"))
+_FINITE = ("VBD", "VBZ", "VBP", "VB", "VBN")
+_NOUNISH = ("NOUN", "PROPN", "ADJ", "NUM", "DET", "PART", "X")
 
 
-def _item_span(tok: Any, head_is_verb: bool, is_head: bool) -> tuple[int, int] | None:
-    skip: set[int] = set()
-    for child in tok.children:
-        if child.dep_ in ("conj", "cc") or (child.dep_ == "punct" and child.i > tok.i):
-            skip.update(t.i for t in child.subtree)
-        if head_is_verb and child.i < tok.i and (is_head or child.dep_ in ("nsubj", "nsubjpass", "aux", "auxpass", "mark")):
-            skip.update(t.i for t in child.subtree)
-        if head_is_verb and child.dep_ in ("advcl", "ccomp", "parataxis") and child.i > tok.i:
-            skip.update(t.i for t in child.subtree)
-    idx = sorted(t.i for t in tok.subtree if t.i not in skip)
-    if not idx or idx[-1] - idx[0] + 1 != len(idx):
-        return None
-    return idx[0], idx[-1]
+def _is_stop(tok: Any) -> bool:
+    if tok.text == "-":
+        return bool(tok.whitespace_)  # a spaced dash ends a clause; "me-time" does not
+    return bool(tok.is_punct and tok.text not in ("'", "’")) or tok.lower_ in _BOUNDARY or tok.lower_ in _CC
+
+
+def _verb_start(toks: Sequence[Any], s: int, e: int, loose: bool = False) -> bool:
+    i = s
+    while i <= e and toks[i].pos_ in ("ADV", "PART"):
+        i += 1
+    if i > e:
+        return False
+    if toks[i].pos_ in ("VERB", "AUX") and toks[i].tag_ in _FINITE:
+        return True
+    # the small model tags some past-tense verbs after a comma as adjectives ("roasted marshmallows")
+    return loose and toks[i].pos_ in ("VERB", "ADJ") and toks[i].lower_.endswith("ed")
+
+
+def _noun_like(toks: Sequence[Any], s: int, e: int) -> bool:
+    return all(t.pos_ in _NOUNISH or t.tag_ == "VBG" or t.pos_ == "ADP" for t in toks[s:e + 1]) and any(
+        t.pos_ in ("NOUN", "PROPN", "NUM") or t.tag_ == "VBG" for t in toks[s:e + 1])
 
 
 def find_list(doc: Any) -> tuple[list[tuple[int, int]], bool] | None:
-    """Item spans (token index ranges) of the first splittable list in a parsed sentence, and whether they are verb phrases."""
-    text = doc.text
-    for tok in doc:
-        if tok.dep_ == "conj":
+    """Item spans (token index ranges) of the first splittable list in a parsed sentence, and whether they are verb phrases.
+
+    Works on part-of-speech tags and punctuation rather than the dependency
+    parse, which the small English model often gets wrong for lists: the
+    last item runs from the conjunction to the next clause boundary, middle
+    items sit between commas, and the first item is the noun phrase (or the
+    verb phrase, when the other items start with a verb) before the first comma.
+    """
+    toks = list(doc)
+    n = len(toks)
+    for ci, c in enumerate(toks):
+        if c.lower_ not in _CC or ci == 0:
             continue
-        conjuncts = sorted(tok.conjuncts, key=lambda t: t.i)
-        if not conjuncts:
+        end = ci + 1
+        while end < n and not _is_stop(toks[end]):
+            end += 1
+        final = (ci + 1, end - 1)
+        if final[1] < final[0] or final[1] - final[0] > 10:
             continue
-        items = [tok, *conjuncts]
-        is_verb = tok.pos_ in ("VERB", "AUX") and tok.tag_ != "VBG"
-        if is_verb:
-            if not any(c.dep_ in ("nsubj", "nsubjpass") for c in tok.children):
-                continue
-            if any(any(c.dep_ in ("nsubj", "nsubjpass", "expl") for c in t.children) for t in conjuncts):
-                continue
-            if any(t.pos_ not in ("VERB", "AUX") for t in conjuncts):
-                continue
-        elif tok.pos_ not in ("NOUN", "PROPN", "VERB") or any(t.pos_ not in ("NOUN", "PROPN", "VERB", "ADJ") for t in conjuncts):
-            continue
-        spans = []
-        for n, t in enumerate(items):
-            span = _item_span(t, is_verb, n == 0)
-            if span is None:
+        verbs = _verb_start(toks, *final)
+        k = ci - 1
+        comma = False
+        if toks[k].text == ",":
+            k -= 1
+            comma = True
+        middle: list[tuple[int, int]] = []
+        seg_end = k
+        i = k
+        region: tuple[int, int] | None = None
+        while i >= 0:
+            if toks[i].text == ",":
+                seg = (i + 1, seg_end)
+                ok = seg[0] <= seg[1] and seg[1] - seg[0] <= 8 and (
+                    _verb_start(toks, *seg, loose=True) if verbs else _noun_like(toks, *seg))
+                if not ok:
+                    region = seg
+                    break
+                middle.insert(0, seg)
+                comma = True
+                seg_end = i - 1
+            elif _is_stop(toks[i]):
                 break
-            spans.append(span)
+            i -= 1
+        if region is None:
+            region = (i + 1, seg_end)
+        if region[0] > region[1]:
+            continue
+        if verbs:
+            starts = [j for j in range(region[0], region[1] + 1) if toks[j].pos_ in ("VERB", "AUX") and toks[j].tag_ in _FINITE]
+            if not starts:
+                continue
+            first = (starts[-1], region[1])
+            while first[0] > region[0] and toks[first[0] - 1].pos_ in ("AUX",) and toks[first[0] - 1].tag_ in _FINITE:
+                break
         else:
-            if any(a[1] >= b[0] for a, b in zip(spans, spans[1:])):
+            j = region[1]
+            while j >= region[0] and (toks[j].pos_ in _NOUNISH or toks[j].tag_ == "VBG") and not _is_stop(toks[j]):
+                j -= 1
+            first = (j + 1, region[1])
+            while first[0] <= first[1] and toks[first[0]].pos_ == "PART":
+                first = (first[0] + 1, first[1])
+            if first[0] > first[1] or not _noun_like(toks, *first):
                 continue
-            if any(e - s > 12 for s, e in spans):
-                continue
-            if any("," in doc[s:e + 1].text for s, e in spans):
-                continue
-            if is_verb and any(doc[s].pos_ not in ("VERB", "AUX", "ADV", "PART") for s, _ in spans):
-                continue
-            between = text[doc[spans[0][0]].idx:doc[spans[-1][1]].idx]
-            has_comma = "," in between
-            if len(items) >= 3 or (is_verb and has_comma) or (not is_verb and _INVENTORY_CUE.search(text)):
-                if not re.search(r"\b(and|or|&)\b|,", between):
-                    continue
-                return spans, is_verb
+        spans = [first, *middle, final]
+        if any(e - s > 10 for s, e in spans):
+            continue
+        after_colon = first[0] > 0 and toks[first[0] - 1].text == ":"
+        if len(spans) >= 3 or (verbs and comma) or (
+            not verbs and (after_colon or any(t.pos_ == "VERB" and t.lower_ in _CUE_VERBS for t in toks))
+        ):
+            return spans, verbs
     return None
 
 
@@ -458,32 +514,37 @@ def rewrite_sentence(doc: Any, speaker: str, other: str | None) -> list[tuple[st
     """(third-person claim text, list item or None) for a parsed sentence; one per list item if it holds a list."""
     from tracecli.graph.extract import third_person
 
+    toks = list(doc)
+    whole = readable(third_person(toks, speaker, other))
     found = find_list(doc)
     if found is None:
-        return [(readable(third_person(doc[:], speaker, other)), None)]
+        return [(whole, None)]
     spans, _ = found
     start, end = spans[0][0], spans[-1][1]
-    prefix = [_Tok(t, t.whitespace_) for t in doc[:start]]
-    suffix_toks = list(doc[end + 1:])
-    # a list that ends a clause leaves "and ..." behind; keep the suffix only past a comma-free join
+    prefix = [_Tok(t, t.whitespace_) for t in toks[:start]]
+    suffix = toks[end + 1:]
     out: list[tuple[str, str | None]] = []
+    glue = toks[end].whitespace_  # what followed the list in the source
     for s, e in spans:
-        item_toks = list(doc[s:e + 1])
-        run = [_Tok(t, t.whitespace_) for t in item_toks]
-        glue = " " if suffix_toks and not suffix_toks[0].is_punct else ""
-        run[-1] = _Tok(item_toks[-1], glue)
-        tokens = prefix + run + [_Tok(t, t.whitespace_) for t in suffix_toks]
-        text = readable(third_person(tokens, speaker, other))
-        item = doc[s:e + 1].text
+        run = [_Tok(t, t.whitespace_) for t in toks[s:e + 1]]
+        run[-1] = _Tok(toks[e], glue)
+        text = readable(third_person(prefix + run + [_Tok(t, t.whitespace_) for t in suffix], speaker, other))
+        item = "".join(t.text_with_ws for t in toks[s:e + 1]).strip()
         if text:
             out.append((text, item))
-    return out or [(readable(third_person(doc[:], speaker, other)), None)]
+    return out or [(whole, None)]
 
 
 # -- offline extraction -------------------------------------------------------------------
 
 
 _LOWER_FACETS = ("coffee", "diet", "sport", "hobbies", "instrument")
+
+
+def _display_item(item: str) -> str:
+    """An item as shown on pages: the speaker's words without articles or possessives in front."""
+    v = re.sub(r"^(?:the|a|an|my|our|his|her|their|some)\s+", "", item.strip(), flags=re.I)
+    return v.strip(" ,.;:!?\"'“”") or item.strip()
 
 
 def _other(participants: Sequence[str], speaker: str) -> str | None:
@@ -595,7 +656,7 @@ def _event_drafts(
             items = []
         for n, item in enumerate(items):
             text = facet_text(ev.subject, ev.facet, item, ev.negated)
-            drafts.append(ClaimDraft(key=f"ev|{ev.id}|{n}", text=text, supporting_quote=quote, item=F.normalise_value(item),
+            drafts.append(ClaimDraft(key=f"ev|{ev.id}|{n}", text=text, supporting_quote=quote, item=_display_item(item),
                                      family=fam, order=(ev.seq, ev.sentence_idx, n), **base))  # type: ignore[arg-type]
         if drafts:
             return drafts
@@ -615,7 +676,7 @@ def _event_drafts(
         if item and family is None and len(rewritten) > 1:
             family = None
         drafts.append(ClaimDraft(key=f"ev|{ev.id}|{n}", text=text, supporting_quote=quote,
-                                 item=F.normalise_value(item or inv_item) if (item or inv_item) else None,
+                                 item=_display_item(item or inv_item) if (item or inv_item) else None,
                                  family=family, order=(ev.seq, ev.sentence_idx, n), **base))  # type: ignore[arg-type]
     return drafts
 
@@ -700,7 +761,7 @@ def check_llm_claims(
         d = ClaimDraft(
             key=f"llm|{msg.id}|{short_hash(text, quote)}", text=text, subject=subject, source_message_ids=[msg.id],
             supporting_quote=quote, status=str(raw.get("status") or "active"), event_id=host.id if host else None,
-            family=fam_item[0] if fam_item else None, item=F.normalise_value(fam_item[1]) if fam_item else None,
+            family=fam_item[0] if fam_item else None, item=_display_item(fam_item[1]) if fam_item else None,
             origin="llm", order=(msg.seq, host.sentence_idx if host else 500 + n, n),
         )
         if d.status not in ("active", "needs-confirmation"):

@@ -129,7 +129,7 @@ def snapshot_features(
             tag = f"{d.subject.lower()}|{d.facet}"
             facets.add(tag)
             if d.item and not d.negated:
-                facets.add(f"{tag}={d.item}")
+                facets.add(f"{tag}={d.item.lower()}")
     return Features(keywords, sorted(entities), sorted(terms), sorted(facets))
 
 

@@ -1,0 +1,242 @@
+"""`tracecli compile-wiki`, `tracecli wiki list|show|export` and `tracecli claims history`.
+
+Thin: parse options, open the store, call one function of `tracecli.wiki`,
+render. `register(app)` adds the commands to the main Typer app.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from tracecli import render
+from tracecli.errors import TraceError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The same option shapes as tracecli.cli (copied: importing cli here would be circular).
+DbOpt = Annotated[
+    Path,
+    typer.Option("--db", envvar="TRACECLI_DB", help="The database file (env TRACECLI_DB).", show_default=True),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout (stable keys).")]
+ConvOpt = Annotated[str | None, typer.Option("--conversation", help="Only this conversation (default: all).")]
+DEFAULT_DB = Path("tracecli.db")
+
+
+def _guarded(func: F) -> F:
+    """Library errors → one line on stderr and their exit code (as tracecli.cli.guarded)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except TraceError as exc:
+            render.error_line(str(exc))
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            render.error_line("interrupted; nothing from the unfinished step was written")
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _open(db: Path) -> Any:
+    from tracecli.store import open_store
+
+    return open_store(db, create=False)
+
+
+# -- compile-wiki ------------------------------------------------------------------------------
+
+
+def compile_wiki_cmd(
+    conversation: ConvOpt = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached LLM replies.")] = False,
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compile the Memory Wiki: grounded claims, their ADD/REVISE/DEPRECATE log, trajectories and pages.
+
+    Needs build-graph first. Incremental: only sessions not compiled yet are
+    read, and only pages whose claims changed are rewritten. With an LLM
+    endpoint configured, claims, trajectory decisions and pages are
+    model-written and validated, else deterministic.
+    """
+    from tracecli.cli import _chat_model, _progress
+    from tracecli.wiki import compile_wiki
+
+    store = _open(db)
+    bar = _progress(not as_json)
+    try:
+        llm = _chat_model(store, no_cache)
+        task = bar.add_task("compiling wiki", total=None) if bar else None
+        if bar:
+            bar.start()
+
+        def progress(done: int, total: int) -> None:
+            if bar and task is not None:
+                bar.update(task, completed=done, total=total)
+
+        results = compile_wiki(store, conversation, llm=llm, progress=progress)
+    finally:
+        if bar:
+            bar.stop()
+        store.close()
+    if as_json:
+        render.emit_json({"conversations": results})
+        return
+    rows = [
+        [r.conversation_id, r.mode, f"{r.sessions_compiled}/{r.sessions_total}", f"{r.snapshots_new} / {r.snapshots_total}",
+         f"{r.claims_new} / {r.claims_total}", ", ".join(f"{k} {v}" for k, v in r.claims_by_status.items()),
+         ", ".join(f"{k} {v}" for k, v in r.ops_new.items()) or "—", r.ungrounded_dropped,
+         f"{r.trajectories_new} / {r.trajectories_total}",
+         ", ".join(f"{k} {v}" for k, v in r.pages_by_type.items()), f"{r.pages_written} / {r.pages_unchanged}",
+         r.index_only_trajectories, f"{r.elapsed_s:.1f}s"]
+        for r in results
+    ]
+    render.show(render.table("compile-wiki", [
+        "conversation", "mode", "sessions", "snapshots new/total", "claims new/total", "claims by status", "new ops",
+        "ungrounded dropped", "trajectories new/total", "pages", "pages written/unchanged", "index-only", "time"], rows))
+    waiting = [r for r in results if r.sessions_awaiting_graph]
+    for r in waiting:
+        render.err.print(f"note: {r.conversation_id}: {r.sessions_awaiting_graph} session(s) wait for `tracecli build-graph`")
+
+
+# -- wiki list / show / export --------------------------------------------------------------------
+
+wiki_app = typer.Typer(
+    help="Inspect the Memory Wiki: list pages, show one in the terminal, export them as markdown files.",
+    no_args_is_help=True,
+)
+
+
+def _page_json(p: Any, markdown: bool = False) -> dict[str, Any]:
+    out = {
+        "id": p.id, "conversation_id": p.conversation_id, "slug": p.slug, "type": p.type, "title": p.title,
+        "trajectories": p.trajectories, "links": p.links, "rescue": p.rescue, "origin": p.origin,
+        "updated_at": p.updated_at,
+    }
+    if markdown:
+        out["markdown"] = p.markdown
+    return out
+
+
+@wiki_app.command("list")
+@_guarded
+def wiki_list_cmd(
+    conversation: ConvOpt = None,
+    page_type: Annotated[str | None, typer.Option("--type", help="Only pages of this type: index|entity|inventory|topic.")] = None,
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """List wiki pages: slug, type, title and how many trajectories each links."""
+    from tracecli.wiki import list_pages
+
+    store = _open(db)
+    try:
+        pages = list_pages(store, conversation, page_type)
+    finally:
+        store.close()
+    if as_json:
+        render.emit_json({"pages": [_page_json(p) for p in pages]})
+        return
+    render.show(render.table("wiki pages", ["conversation", "slug", "type", "title", "trajectories", "origin"], [
+        [p.conversation_id, p.slug, p.type + (" (rescue)" if p.rescue else ""), p.title, len(p.trajectories), p.origin]
+        for p in pages
+    ]))
+
+
+@wiki_app.command("show")
+@_guarded
+def wiki_show_cmd(
+    slug: Annotated[str, typer.Argument(help="The page's slug (see `tracecli wiki list`) or id.", show_default=False)],
+    conversation: ConvOpt = None,
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one page as rendered markdown, with its claim and source-message citations."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from tracecli.wiki import get_page
+
+    store = _open(db)
+    try:
+        page = get_page(store, slug, conversation)
+    finally:
+        store.close()
+    if as_json:
+        render.emit_json(_page_json(page, markdown=True))
+        return
+    # The page is the output the user asked for: stdout, so it pipes into a pager or a file.
+    Console(highlight=False).print(Markdown(page.markdown))
+
+
+@wiki_app.command("export")
+@_guarded
+def wiki_export_cmd(
+    directory: Annotated[Path, typer.Argument(help="Where to write DIR/<conversation>/<slug>.md.", show_default=False)],
+    conversation: ConvOpt = None,
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """Export every page as a markdown file with working relative links (Obsidian or any viewer)."""
+    from tracecli.wiki import export_pages
+
+    store = _open(db)
+    try:
+        written = export_pages(store, directory, conversation)
+    finally:
+        store.close()
+    if as_json:
+        render.emit_json({"directory": str(directory), "files": [
+            {"conversation_id": c, "slug": s, "path": str(p)} for c, s, p in written]})
+        return
+    per: dict[str, int] = {}
+    for c, _, _ in written:
+        per[c] = per.get(c, 0) + 1
+    render.show(render.table(f"exported to {directory}", ["conversation", "pages", "folder"],
+                             [[c, n, str(Path(directory) / c)] for c, n in per.items()]))
+
+
+# -- claims history --------------------------------------------------------------------------------
+
+claims_app = typer.Typer(help="Inspect claims: the ADD → REVISE → DEPRECATE history of a fact.", no_args_is_help=True)
+
+
+@claims_app.command("history")
+@_guarded
+def claims_history_cmd(
+    query: Annotated[str, typer.Argument(help="A claim id (or id prefix, cl_…) or words the claims contain.", show_default=False)],
+    conversation: ConvOpt = None,
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the history of the facts matching QUERY: every op in order, with dates and source quotes."""
+    from tracecli.wiki import claim_history
+
+    store = _open(db)
+    try:
+        chains = claim_history(store, query, conversation)
+    finally:
+        store.close()
+    if as_json:
+        render.emit_json({"chains": chains})
+        return
+    for ch in chains:
+        rows = [[s.n, s.op, (s.date or "")[:10], s.claim_id, s.text, s.status, s.quote, ", ".join(s.source_refs)]
+                for s in ch.steps]
+        title = f"{ch.conversation_id} · {ch.fact} · now: {'; '.join(ch.current) or 'nothing current'}"
+        render.show(render.table(title, ["#", "op", "date", "claim", "text", "status", "quote", "source"], rows))
+
+
+def register(app: typer.Typer) -> None:
+    """Add compile-wiki and the `wiki` and `claims` groups to the main app."""
+    app.command("compile-wiki")(_guarded(compile_wiki_cmd))
+    app.add_typer(wiki_app, name="wiki")
+    app.add_typer(claims_app, name="claims")
