@@ -38,7 +38,7 @@ QUESTIONS: list[tuple[str, str | None, str | None]] = [
     ("What car did Omar end up buying?", None, None),
     ("What are Alice's hobbies?", ALICE, None),
 ]
-BUDGETS = [20, 40, 100, 400, 1000]
+BUDGETS = [20, 40, 100, 400]
 
 
 @pytest.fixture(scope="module")
@@ -183,6 +183,17 @@ def test_as_of_turns_the_old_version_valid(asker: Any) -> None:
     assert "s3-m6" not in res.source_refs
     text = " ".join(it.text for it in res.context if it.kind == "path")
     assert "Alice is moving to Oslo (2024-01-08) [valid]" in text
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "tracecli/query/answer.py answer_offline(): when no ranked event is valid at as_of, the fallback "
+    "`best = newest_successor(graph, ranked_events[0][0], as_of)` returns that event even if it was said after "
+    "as_of; 'What is Alice's cat called?' as of 2024-01-10 answers 'Biscuit' citing s2-m5 (said 2024-02-04), "
+    "as of 2020-01-01 'Where is Alice moving?' answers a 2024 sentence. Expected an abstention"))
+@pytest.mark.parametrize(("question", "as_of"), [("What is Alice's cat called?", "2024-01-10"), ("Where is Alice moving?", "2020-01-01")])
+def test_nothing_said_yet_abstains(asker: Any, question: str, as_of: str) -> None:
+    res = asker.ask(question, conversation_id=ALICE, as_of=as_of)
+    assert res.abstained and res.source_refs == []
 
 
 def test_no_evidence_abstains(asker: Any) -> None:

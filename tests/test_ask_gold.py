@@ -149,3 +149,14 @@ def test_answer_path_shows_the_version_it_replaced(gold_runs: list[tuple[dict[st
         text = jsonable(res.context)[0]["text"]
         assert "[OUTDATED until" in text and "—updated by→" in text and text.endswith("[valid]"), text
     assert checked >= 5
+
+
+def test_as_of_answers_cite_only_what_was_said_by_then(gold_runs: list[tuple[dict[str, Any], Any]], ask_store: Any) -> None:
+    for q, res in gold_runs:
+        if q["kind"] != "as_of":
+            continue
+        for ref in res.source_refs:
+            stamps = [r[0] for r in ask_store.execute(
+                "SELECT timestamp FROM messages WHERE conversation_id = ? AND (source_ref = ? OR id = ?)",
+                (q["conversation"], ref, ref))]
+            assert stamps and min(stamps) <= res.as_of, (q["key"], ref, stamps, res.as_of)

@@ -149,6 +149,11 @@ def test_as_of_option(db: Path) -> None:
     assert out["answer"] == "Oslo" and out["as_of"] == "2024-02-01T23:59:59Z"
     out = one_json(invoke("ask", "Where is Alice moving?", "--db", db, "--as-of", "1 February 2024", "--json", "--conversation", ALICE))
     assert out["as_of"] == "2024-02-01T23:59:59Z"
+    # Porto replaced Oslo at 2024-03-12T19:47:59Z: a time with an offset is read in UTC, to the second
+    out = one_json(invoke("ask", "Where is Alice moving?", "--db", db, "--as-of", "2024-03-12T21:00:00+02:00", "--json", "--conversation", ALICE))
+    assert (out["answer"], out["as_of"]) == ("Oslo", "2024-03-12T19:00:00Z")
+    out = one_json(invoke("ask", "Where is Alice moving?", "--db", db, "--as-of", "2024-03-12T22:00:00+02:00", "--json", "--conversation", ALICE))
+    assert (out["answer"], out["as_of"]) == ("Porto", "2024-03-12T20:00:00Z")
 
 
 def test_budget_option(db: Path) -> None:
@@ -156,9 +161,10 @@ def test_budget_option(db: Path) -> None:
     assert sum(len(it["text"].split()) for it in out["context"]) <= 40
 
 
-def test_db_from_the_environment(db: Path) -> None:
-    out = one_json(invoke("ask", "What is Bob's dog called?", "--json", env={"TRACECLI_DB": str(db)}))
+def test_db_from_the_environment(ask_db_copy: Path) -> None:
+    out = one_json(invoke("ask", "What is Bob's dog called?", "--json", env={"TRACECLI_DB": str(ask_db_copy)}))
     assert out["answer"] == "Pepper"
+    assert answers_count(ask_db_copy) == 1
 
 
 # -- batch -------------------------------------------------------------------------------------------

@@ -254,6 +254,16 @@ def stats_cmd(db: DbOpt = DEFAULT_DB, as_json: JsonOpt = False) -> None:
         render.stats(st)
 
 
+def _register_command_groups() -> None:
+    """Command groups that live in tracecli/commands/ (each adds its commands to `app`)."""
+    from tracecli.commands import doctor
+
+    doctor.register(app)
+
+
+_register_command_groups()
+
+
 def main() -> None:
     """Console-script entry point."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

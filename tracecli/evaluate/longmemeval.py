@@ -6,7 +6,8 @@ haystack turns marked `has_answer`, as `session_id:turn`), session recall
 (share of `answer_session_ids` any admitted item cites), the authors' token F1
 and the set-based F1 (no BLEU-1: LongMemEval answers are free-form sentences),
 and the judge with --judge. Abstention items (question_id ending in `_abs`)
-are skipped unless asked for; then they score 1 when the system declines.
+are skipped unless asked for; then they form their own group ("abstention")
+and score 1 when the system declines.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tracecli.store.db import Store
 
 METRICS = ["evidence_recall", "session_recall", "locomo_f1", "set_f1", "judge", "context_words"]
 TYPE_ORDER = ["single-session-user", "single-session-assistant", "single-session-preference", "multi-session",
-              "knowledge-update", "temporal-reasoning"]
+              "knowledge-update", "temporal-reasoning", "abstention"]
 ABSTENTION_SUFFIX = "_abs"
 
 
@@ -132,7 +133,7 @@ def run_longmemeval(
         asked = ask_one(asker, q.question, q.id, budget=budget)
         cut = metrics.cut_at_budget(asked.context, budget)
         item = ItemResult(id=q.id, conversation_id=q.id, question=q.question, gold=q.answer,
-                          groups={"question_type": q.question_type}, evidence=q.evidence,
+                          groups={"question_type": "abstention" if q.abstention else q.question_type}, evidence=q.evidence,
                           answer_id=asked.answer_id, latency_ms=round(asked.latency_ms, 2), error=asked.error)
         item.answers["tracecli"] = asked.answer
         item.cited["tracecli"] = list(cut.cited)

@@ -113,19 +113,20 @@ def result_tables(report: EvalReport) -> list[TableSpec]:
             tables.append(TableSpec(f"{METRIC_LABELS.get(m, m)} — by {_field_title(groups)}", cols, rows))
         return tables
     fields = list(dict.fromkeys(f for f, _ in groups if f != "all"))
+    many = len(systems) > 1
     for field in fields or ["all"]:
-        cols = [FIELD_LABELS.get(field, field), "n"]
-        for s in systems:
-            for m in metrics:
-                cols.append(SHORT_LABELS.get(m, m) if len(systems) == 1 else f"{SHORT_LABELS.get(m, m)} ({SYSTEM_LABELS.get(s, s)})")
+        cols = [FIELD_LABELS.get(field, field)] + (["system"] if many else []) + ["n"]
+        cols += [SHORT_LABELS.get(m, m) for m in metrics]
         rows = []
         for f, group in groups:
             if f not in (field, "all"):
                 continue
-            row = [_label(f, group), str(_n(report, f, group))]
-            for s in systems:
+            for i, s in enumerate(systems):
+                row = [_label(f, group) if i == 0 else ""] + ([SYSTEM_LABELS.get(s, s)] if many else [])
+                r = report.row(f, group, s)
+                row.append(str(r.n if r else 0))
                 row += [fmt(_value(report, f, group, s, m), m) for m in metrics]
-            rows.append(row)
+                rows.append(row)
         tables.append(TableSpec(f"{report.benchmark}: by {FIELD_LABELS.get(field, field)}", cols, rows))
     return tables
 

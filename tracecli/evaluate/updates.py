@@ -107,7 +107,7 @@ def _state_qa(raw: Any, qid: str, cid: str, where: str) -> StateQA:
     if "kind" not in groups:
         groups["kind"] = "as_of" if as_of else ("current" if superseded else "stable")
     evidence = metrics.parse_dia_ids(raw.get("evidence")) or [str(e) for e in raw.get("evidence") or [] if e]
-    return StateQA(str(raw.get("id") or qid), cid, raw["question"].strip(), current, superseded, as_of or None,
+    return StateQA(qid, cid, raw["question"].strip(), current, superseded, as_of or None,
                    groups, evidence)
 
 
@@ -131,7 +131,8 @@ def load_locomo_updates(path: Path) -> UpdatesInput:
         for i, raw in enumerate(sample.get("qa") or []):
             if isinstance(raw, dict) and raw.get("category") == 5 and "answer" not in raw:
                 continue  # adversarial items have no current value
-            questions.append(_state_qa(raw, f"{conv.conversation_id}#{i}", conv.conversation_id,
+            qid = f"{conv.conversation_id}#{raw.get('id', i) if isinstance(raw, dict) else i}"
+            questions.append(_state_qa(raw, qid, conv.conversation_id,
                                        f"{path.name}: [{n}].qa[{i}]"))
     return UpdatesInput("locomo", [(path, convs)], questions)
 
@@ -147,6 +148,8 @@ def load_stress(path: Path, conversations: Path | None) -> UpdatesInput:
     questions = []
     for i, raw in enumerate(items):
         where = f"{path.name}: [{i}]"
+        if not isinstance(raw, dict):
+            raise BadInput(f"{where} is not an object")
         sid = raw.get("sample_id")
         if sid is None:
             idx = next((raw[k] for k in ("sample_idx", "sample_index", "sample") if isinstance(raw.get(k), int)), None)
@@ -155,7 +158,8 @@ def load_stress(path: Path, conversations: Path | None) -> UpdatesInput:
             sid = ids[idx]
         if str(sid) not in ids:
             raise BadInput(f"{where}: {conversations.name} has no sample '{sid}'")
-        questions.append(_state_qa(raw, f"{sid}#s{i}", str(sid), where))
+        qid = f"{sid}#{raw.get('id', i)}"
+        questions.append(_state_qa(raw, qid, str(sid), where))
     used = {q.conversation_id for q in questions}
     return UpdatesInput("stress", [(conversations, [c for c in convs if c.conversation_id in used])], questions)
 

@@ -524,6 +524,8 @@ class RuleExtractor:
                     subject = default_subject
                     if third_party and not facet.startswith(("family:", "pet_name:", "partner", "favourite:")):
                         continue
+                    if facet == "trip_destination" and not re.search(r"\b(i|i[’']m|i[’']ll|we|we[’']re|we[’']ll|my|our|booked)\b", text, re.I):
+                        continue
                 if subject is None:
                     continue
                 if facet == "employer" and re.search(r"(?i)\b(club|league|society|choir|team|gym|group|class)\b", m.groupdict().get("value") or ""):
@@ -565,6 +567,10 @@ class RuleExtractor:
         # 1. explicit substitutions resolve the facet through the old value
         for regex in SUBSTITUTIONS:
             for m in regex.finditer(text):
+                old_norm = F.normalise_value(m.group("old"))
+                hits[:] = [h for h in hits if h["negated"] or F.normalise_value(h["value"]) != old_norm]
+                taken.clear()
+                taken.update((h["facet"], h["negated"]) for h in hits)
                 prior = _find_by_value(known, default_subject, m.group("old"))
                 if prior is None or not prior.facet:
                     # old value never recorded: take the facet from the new value's kind and the message's words
@@ -631,7 +637,13 @@ class RuleExtractor:
                 if re.search(F.FACETS[facet].question, prev.text, re.I) or (facet == "hobbies" and re.search(r"\b(weekends?|for fun|free time|spare time|filling)\b", prev.text, re.I)):
                     m = regex.match(text)
                     if m:
-                        add(speaker, facet, _clean_value(m.group("value"), "list"), F.facet_kind(facet), 0.7, "preference", False)
+                        value = _clean_value(m.group("value"), "list")
+                        if F.facet_kind(facet) == "place":
+                            from tracecli.graph.gazetteer import is_place
+
+                            if not is_place(value):
+                                continue
+                        add(speaker, facet, value, F.facet_kind(facet), 0.7, "preference", False)
                         break
         return hits
 
@@ -765,6 +777,8 @@ NEW_VALUE_CUES = [
 ANSWER_SHAPES = [
     ("hobbies", re.compile(r"^(?P<value>[A-Za-z][\w\-]*(?: [a-z][\w\-]*)?(?:, (?:and )?[a-z][\w\-]*(?: [a-z][\w\-]*)?)*,? (?:and|&) [a-z][\w\-]*(?: [a-z][\w\-]*)?)(?=\s*[.,!?;]|\s+(?:mostly|these days|now|at the moment|lately)\b|\s*$)")),
     ("coffee", re.compile(r"^(?i:(?:an?\s+)?(?P<value>" + _COFFEE_ALT + r"))\b")),
+    ("trip_destination", re.compile(r"^(?:(?i:yes|yeah|yep|so|well|oh|definitely)[,!.]?\s+)?(?P<value>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)\s+(?i:in|for|this|next|on)\b")),
+    ("residence", re.compile(r"^(?:(?i:yes|yeah|yep|still|well|oh)[,!.]?\s+)*(?:(?i:still\s+)?(?i:in|out in)\s+)(?P<value>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)")),
     ("sport", re.compile(r"^(?i:(?P<value>" + _SPORT_ALT + r"))\b")),
 ]
 _PLACE_FACET_CUES = [
@@ -823,10 +837,12 @@ def _facet_for_new_value(known: Sequence[EventOut], subject: str, value: str, te
                 and re.search(rf"\b{re.escape(ev.value)}\b", text) and ev.value != value:
             if (F.facet_kind(ev.facet) == "place") == (label in ("GPE", "LOC", "FAC")):
                 return ev.facet
+    cue_kinds: list[str] = []
     if label in ("ORG",) or re.search(r"(?i)\b(job|work|company|employer|council|role|notice)\b", text):
         kinds = ["employer"]
     elif label in ("GPE", "LOC", "FAC"):
-        kinds = [f for f, cue in _PLACE_FACET_CUES if cue.search(text)] or ["moving_to", "residence", "trip_destination"]
+        cue_kinds = [f for f, cue in _PLACE_FACET_CUES if cue.search(text)]
+        kinds = cue_kinds or ["moving_to", "residence", "trip_destination"]
     else:
         return None
     best: tuple[int, str] | None = None
@@ -837,7 +853,7 @@ def _facet_for_new_value(known: Sequence[EventOut], subject: str, value: str, te
                 best = (ev.seq, ev.facet)
     if best is not None:
         return best[1]
-    return kinds[0] if label == "ORG" else None
+    return kinds[0] if label == "ORG" or cue_kinds else None
 
 
 def _value_for_facet(raw: str, facet: str) -> str:
@@ -876,16 +892,30 @@ def _dedupe(events: list[EventOut]) -> list[EventOut]:
     return out
 
 
+_OTHER_PEOPLE = frozenset(F.RELATIVES) | {"friend", "girlfriend", "boyfriend", "partner", "husband", "wife", "colleague",
+                                          "neighbour", "neighbor", "cousin", "flatmate", "kid", "kids", "son", "daughter"}
+
+
 def _third_party_subject(sent: Any, participants: Sequence[str]) -> bool:
-    """True when the sentence's subject is a named person other than the participants ('Clara's flying out')."""
+    """True when the sentence is about someone other than the speaker ('Clara's flying out', 'My brother moved to Bristol')."""
+    from tracecli.graph.gazetteer import is_place
+
+    first_person = bool(re.search(r"\b(i|i[’']m|i[’']ve|i[’']ll|i[’']d|me|we|we[’']re|we[’']ve|us)\b", sent.text, re.I))
     m = re.match(r"^(?:So |And |Also |But )?([A-Z][a-z]+)(?:[’']s| is| was| has| will|[’']ll)\s+\w+ing\b", sent.text.strip())
-    if m and m.group(1) not in participants and m.group(1) not in ("It", "That", "This", "There", "He", "She", "They", "Everyone"):
+    if m and not first_person and m.group(1) not in participants and m.group(1) not in (
+            "It", "That", "This", "There", "He", "She", "They", "Everyone") and not is_place(m.group(1)):
         return True
     for tok in sent:
         if tok.dep_ in ("nsubj", "nsubjpass") and tok.head.dep_ == "ROOT":
-            if tok.pos_ == "PROPN" and tok.text not in participants and tok.ent_type_ == "PERSON":
-                # "Pepper is lying..." is fine for pets, handled by the caller's facet exemptions
-                return not any(c.lower_ in ("my", "our") for c in tok.children)
+            low = tok.lower_
+            if low in ("i", "we", "you"):
+                return False
+            if tok.pos_ == "PROPN" and tok.text not in participants and tok.ent_type_ == "PERSON" and not is_place(tok.text):
+                return not first_person or any(c.lower_ in ("my", "our") for c in tok.children)
+            if low in _OTHER_PEOPLE and any(c.lower_ in ("my", "our", "his", "her", "their") for c in tok.children):
+                return True
+            if low in ("he", "she", "they") and not first_person:
+                return True
             return False
     return False
 

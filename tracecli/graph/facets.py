@@ -125,7 +125,7 @@ STRONG_CUES = re.compile(
 )
 COUNTERFACTUAL = re.compile(
     r"\b(would have|would've|could have|could've|should have|should've|might have|if (?:i|we|she|he|they) had|"
-    r"if (?:i|we|she|he|they)'d|imagine if|wish (?:i|we)|would be (?:our|my) )", re.IGNORECASE
+    r"if (?:i|we|she|he|they|you)'d|if (?:i|we|she|he|they|you)’d|if you had|imagine if|wish (?:i|we)|would be (?:our|my) )", re.IGNORECASE
 )
 NEGATION = re.compile(r"\b(not|never|no longer|don't|do not|didn't|isn't|aren't|won't|wasn't|can't|nope)\b", re.I)
 
@@ -155,7 +155,7 @@ FACETS: dict[str, FacetSpec] = {
         FacetSpec("club", "org", "state_change", "is a member of",
                   r"\b(club|member|league|society|choir|team)\b"),
         FacetSpec("employer", "org", "state_change", "works at",
-                  r"\b(work|works|working|job|employer|company|firm|employed|hired)\b"),
+                  r"\b(work|works|working|job|employer|company|firm|employed|hired|restaurant|cook at|cooks at|chef at|which (?:bank|school|hospital|shop|agency|studio|practice|clinic|charity|startup|office|store|cafe|bar|hotel))\b"),
         FacetSpec("occupation", "thing", "state_change", "works as",
                   r"\b(do for a living|occupation|profession|role|position|job title|what does \w+ do)\b"),
         FacetSpec("study", "thing", "state_change", "studies",
@@ -167,13 +167,13 @@ FACETS: dict[str, FacetSpec] = {
         FacetSpec("sport", "thing", "preference", "plays",
                   r"\b(sport|sports|play|plays|playing|exercise|train|trains|gym|league)\b"),
         FacetSpec("hobbies", "list", "preference", "enjoys",
-                  r"\b(hobbies|hobby|enjoy|enjoys|love doing|likes doing|free time|spare time|pastimes?)\b"),
+                  r"\b(hobbies|hobby|enjoy|enjoys|love doing|likes doing|free time|spare time|pastimes?|unwind|relax|switch off|for fun|weekends|evenings)\b"),
         FacetSpec("partner", "name", "state_change", "is with",
                   r"\b(partner|boyfriend|girlfriend|husband|wife|fianc[eé]e?|dating|married to|engaged to)\b"),
         FacetSpec("relationship", "thing", "state_change", "is",
                   r"\b(relationship|engaged|married|single|dating|status)\b"),
         FacetSpec("trip_destination", "place", "plan", "is travelling to",
-                  r"\b(trip|travel\w*|holiday|vacation|visit\w*|fly\w*|flight|going to go|destination|where .*\b(?:go|going|went|head\w*)\b)"),
+                  r"\b(trip|travel\w*|holiday|vacation|honeymoon|visit\w*|fly\w*|flight|going to go|destination|where .*\b(?:go|going|went|head\w*)\b)"),
         FacetSpec("car", "thing", "state_change", "drives",
                   r"\b(car|drive|drives|driving|vehicle|bought|buy)\b"),
     ]
@@ -256,7 +256,7 @@ def normalise_value(value: str) -> str:
 
 _Q_PET = re.compile(rf"\b({_SPECIES_RE}|pet)(?:'s|s)?\b", re.I)
 _Q_DATE = re.compile(rf"\b(when|what date|which date|what day|date)\b.*?\b({_EVENT_RE}|leav\w+|depart\w*|fly\w*|married|launch\w*|open\w*|graduat\w*|releas\w*)\b|\b({_EVENT_RE})\b.*\b(when|date)\b", re.I)
-_Q_VENUE = re.compile(rf"\b(where)\b.*\b({_EVENT_RE})\b", re.I)
+_Q_VENUE = re.compile(rf"\b(where|venue|which place|what place)\b.*?\b({_EVENT_RE}|married)\b|\b({_EVENT_RE})\b.*\b(venue|held|hosted)\b", re.I)
 _Q_FAMILY = re.compile(r"\b(" + "|".join(sorted((re.escape(r) for r in RELATIVES), key=len, reverse=True)) + r")(?:'s|’s)?\s+(?:name|called|named)|(?:name|called)\b.*\b(" + "|".join(re.escape(r) for r in RELATIVES) + r")\b", re.I)
 _Q_FAV = re.compile(r"\bfavou?rite\s+([a-z]+(?:\s+[a-z]+)?)", re.I)
 
@@ -273,13 +273,20 @@ def question_facets(question: str) -> list[str]:
         if m:
             word = m.group(1).lower()
             out.append(pet_facet(word) if word != "pet" else "pet_name:*")
+    if not re.search(r"\bwhere\b", q, re.I):
+        m = _Q_VENUE.search(q)
+        if m and (m.group(2) or m.group(3)):
+            noun = (m.group(2) or m.group(3)).lower()
+            if "trip" not in noun:
+                out.append(venue_facet("wedding" if noun == "married" else noun))
     m = _Q_FAMILY.search(q)
     if m:
         out.append(family_facet(m.group(1) or m.group(2)))
     if re.search(r"\bwhere\b", q, re.I):
         m = _Q_VENUE.search(q)
-        if m and "trip" not in m.group(2).lower():
-            out.append(venue_facet(m.group(2)))
+        if m and "trip" not in (m.group(2) or m.group(3) or "").lower():
+            noun = (m.group(2) or m.group(3)).lower()
+            out.append(venue_facet("wedding" if noun == "married" else noun))
     m = _Q_DATE.search(q)
     if m:
         event = m.group(2) or m.group(3)
@@ -297,7 +304,7 @@ def question_facets(question: str) -> list[str]:
             out.append(date_facet(event))
     if re.search(r"\b(diet|vegan|vegetarian|pescatarian|eat meat)\b", q, re.I):
         out.append("diet")
-    if re.search(r"\b(coffee|latte)\b", q, re.I) or re.search(r"\bdrink\b.*\b(order|usual|morning)\b", q, re.I):
+    if re.search(r"\b(coffee|latte|drink|drinks|drinking|tea)\b", q, re.I):
         out.append("coffee")
     if re.search(rf"\b(sport|{_SPORT_RE})\b", q, re.I) and not re.search(r"\bfavou?rite\b", q, re.I):
         out.append("sport")
@@ -317,7 +324,7 @@ def question_facets(question: str) -> list[str]:
     if re.search(r"\b(from|grew up|hometown|home town|born)\b", q, re.I) and re.search(r"\bwhere\b", q, re.I):
         out = [o for o in out if o != "hometown"]
         out.insert(0, "hometown")
-    if re.search(r"\bwhere\b", q, re.I) and not any(o in ("residence", "moving_to", "hometown", "trip_destination") or o.startswith("venue:") for o in out):
+    if re.search(r"\bwhere\b", q, re.I) and not any(o in ("residence", "moving_to", "hometown", "trip_destination", "employer") or o.startswith("venue:") for o in out):
         out.append("residence")
     if re.search(r"\b(who|which company|what company)\b.*\b(work|job)", q, re.I) and "employer" not in out:
         out.insert(0, "employer")

@@ -481,6 +481,9 @@ def _check_event(
 
     lo, hi = CONFIDENCE_RANGE
     confidence = round(min(hi, max(lo, float(raw["confidence"]))), 3)
+    if not cue:
+        # linking reads confidence >= 0.9 as an explicit revision; a model's certainty is not a cue word
+        confidence = min(confidence, 0.89)
     eid = "ev_" + short_hash(host.message_id, s_idx, facet or "", value_norm or "", description.lower(), "llm")
     event = EventOut(
         id=eid,

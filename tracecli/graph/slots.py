@@ -46,14 +46,15 @@ _DRINK_CUE = re.compile(r"\b(for me|my usual|usual|order|ordering|drink|drinking
                         r"now|these days|switched|hooked|obsessed|addicted|living on|go-to|cup of|glass of|round|one|religiously|habit|"
                         r"creature of habit|to thaw|to wake up|then an?)\b", re.I)
 _HOBBY_CUE = re.compile(r"\b(free time|spare time|evenings?|weekends?|my week|for fun|these days|my life|hobb\w+|"
-                        r"switch off|unwind|relax|that's me|that[’']s me|that[’']s my|that's my|keeps? me sane|now)\b", re.I)
+                        r"switch off|unwind|relax|that's me|that[’']s me|that[’']s my|that's my|keeps? me sane|now|for me|same as ever|"
+                        r"as always|every week|mostly)\b", re.I)
 _HOBBY_Q = re.compile(r"\b(free time|spare time|for fun|hobb\w+|weekends?|evenings|up to|doing these days|keeping you busy|"
                       r"filling|unwind|outside work)\b", re.I)
 _PARTNER_ROLE = r"(?:boyfriend|girlfriend|partner|husband|wife|fianc[eé]e?|other half)"
 _STUDY_CUE = re.compile(r"\b(stud(?:y|ying|ied|ies)|degree|master'?s|masters|msc|mba|ma|ba|bsc|phd|doctorate|course|"
                         r"certificate|diploma|bootcamp|modules?|major|thesis|dissertation|uni|university|college|"
                         r"class(?:es)?|programme|program)\b", re.I)
-_DEGREE = r"(?:master'?s|masters|msc|mba|ma|ba|bsc|phd|doctorate|degree|course|certificate|certification|diploma|bootcamp|programme|program)"
+_DEGREE = r"(?:master'?s|masters|msc|mba|ma|ba|bsc|phd|doctorate|degree|course|certificate|certification|diploma|bootcamp|programme|program|exams|qualification)"
 _DATE_EVENT_ALIASES = {"gig": "concert", "show": "concert", "tickets": "concert", "vacation": "holiday", "flight": "trip",
                        "flights": "trip", "defense": "defence", "operation": "surgery", "viva": "viva", "test": "test"}
 _EVENTS = tuple(F.EVENT_NOUNS) + ("driving test", "test", "viva", "tickets", "defence", "thesis defence", "exam",
@@ -64,7 +65,7 @@ _DATE_CHANGE = re.compile(r"\b(moved|moving|pushed|postponed|rescheduled|rebooke
 _DIET_EXTRA = {"eating fish again": "pescatarian", "eat fish again": "pescatarian", "eating meat again": "omnivore",
                "eat meat again": "omnivore", "back on meat": "omnivore"}
 _CAR = re.compile(r"\b(?:(" + F.CAR_MAKES_RE + r")\s+)?(" + _alt(F.CAR_MODELS) + r")\b")
-_CAR_MAKE_ONLY = re.compile(r"\b(?:an?|the|my|our|new|old)\s+(?:new\s+|old\s+|used\s+|second-hand\s+)?(" + F.CAR_MAKES_RE + r")\b")
+_CAR_MAKE_ONLY = re.compile(r"\b(?:an?|the|my|our|new|old)\s+(?:new\s+|old\s+|used\s+|second-hand\s+)?((?:" + F.CAR_MAKES_RE + r")(?:\s+(?:estate|hatchback|saloon|SUV|van|convertible|wagon))?)\b")
 _NOT_VALUE = frozenset(
     "I We You He She They It The A An My Our This That There Here Monday Tuesday Wednesday Thursday Friday Saturday "
     "Sunday January February March April May June July August September October November December Christmas Easter "
@@ -156,7 +157,7 @@ def lexicon(text: str, words: Sequence[str]) -> list[tuple[str, int]]:
 def hobby_list(text: str) -> tuple[str, int] | None:
     """'Knitting and salsa', 'pottery, hiking and painting', 'chess and sourdough' (2–4 short items)."""
     item = r"[A-Za-z][a-z\-]+(?: [a-z\-]+)?"
-    m = re.search(rf"(?:^|\b(?:it[’']s|is|are|love|enjoy|like|into|doing)\s+|:\s*)({item}(?:, {item}){{0,2}},? (?:and|&) {item})\b", text)
+    m = re.search(rf"(?:^|\b(?i:it[’']s|is|are|love|enjoy|like|into|doing)\s+|:\s*)({item}(?:, {item}){{0,2}},? (?:and|&) {item})\b", text)
     if not m:
         return None
     value = m.group(1)
@@ -217,14 +218,14 @@ def slot_hits(sent: Any, text: str, *, subject: str, speaker: str, other: str | 
             leave = _LEAVE.search(text)
             add("employer", value, "org", 0.7, "state_change", negated=bool(leave and leave.start() < text.find(value or "") ))
     # dates of planned events
-    em = _EVENT_RE.search(text)
+    em = _EVENT_RE.search(text) or re.search(r"(?i)\b(?P<x>fly(?:ing)? (?:out )?to|flying out|leaving for|departing for|heading (?:out )?to)\b", text)
     dm = [d for d in find_dates(text, base, future=True)
           if d.granularity != "year" and not re.search(r"(?i)\b(ago|yesterday|today|tonight|tomorrow|last (?:week|month|year))\b", d.phrase)]
     third = em is not None and re.search(r"\b[A-Z][a-z]+[’']s\s+(?:\w+\s+)?$", text[: em.start()])
     ctx_cue = re.search(r"\b(moved (?:it|the \w+)?\s*(?:again,?\s*)?(?:to)?|pushed (?:it|the \w+)?\s*(?:back\s*)?(?:to)?|postponed(?: it)?(?: to| until)?|rescheduled(?: it)?(?: for| to)?|rebooked(?: it)?(?: for| to)?|it[’']s now|is now|now on|new date(?: is)?|picked a date|set a date|got a date|chose a date|fixed a date|booked it for|confirmed for)\b", low)
     near_cue = bool(ctx_cue and dm and 0 <= text.find(dm[0].phrase) - ctx_cue.end() <= 25)
     if dm and not third and (em or (last_event_noun and near_cue)):
-        noun = em.group(1).lower() if em else last_event_noun
+        noun = (em.group(1).lower() if em.re is _EVENT_RE else "trip") if em else last_event_noun
         noun = _DATE_EVENT_ALIASES.get(noun or "", noun)
         if noun and noun not in ("start date", "deadline", "meeting", "game", "match", "shoot"):
             d = dm[0]
@@ -251,7 +252,8 @@ def slot_hits(sent: Any, text: str, *, subject: str, speaker: str, other: str | 
     sports = lexicon(text, F.SPORTS)
     if hobby_list(text):
         sports = []
-    if sports and _SPORT_CUE.search(text):
+    if sports and (_SPORT_CUE.search(text) or (text.lower().startswith(sports[0][0].lower())
+                                               and re.search(r"\b(my|me|i|we|our)\b", low))):
         value, pos = sports[-1] if re.search(r"\b(instead|switched|swapped|now)\b", low) else sports[0]
         negated = bool(re.search(r"\b(quit|stopped|gave up|given up|no longer|not|don[’']t|no more)\b[^.]{0,25}$", low[:pos]))
         add("sport", value.lower(), "thing", 0.6, "preference", negated)

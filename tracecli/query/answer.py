@@ -45,7 +45,28 @@ def _facet_matches(ev: EventNode, facet: str) -> bool:
         return False
     if facet.endswith(":*"):
         return ev.facet.startswith(facet[:-1])
+    if facet.startswith("pet_name:") and ev.facet == "pet_name:pet":
+        return True  # a pet whose species was never said
     return ev.facet == facet
+
+
+def _words(value: str | None) -> set[str]:
+    return set(re.sub(r"[^\w\s]", " ", (value or "").lower()).split()) - {"the", "a", "an"}
+
+
+def most_specific(chain: Sequence[EventNode], best: EventNode) -> EventNode:
+    """Among restatements of the chosen value ('Skoda' / 'Skoda Octavia'), the one that says the most."""
+    mine = _words(best.value)
+    same = [ev for ev in chain if not ev.negated and ev.value and mine and (mine <= _words(ev.value) or _words(ev.value) <= mine)]
+    return max(same, key=lambda ev: (len(_words(ev.value)), ev.seq, ev.sentence_idx), default=best)
+
+
+def with_article(ev: EventNode) -> str:
+    """Keep 'the' when the source said it ('the Scottish Highlands')."""
+    value = ev.value or ""
+    if value and re.search(rf"(?i)\bthe {re.escape(value)}\b", ev.quote) and not value.lower().startswith("the "):
+        return f"the {value}"
+    return value
 
 
 def newest_successor(graph: Graph, ev: EventNode, as_of: str | None) -> EventNode:
@@ -86,7 +107,8 @@ def facet_answer(graph: Graph, shape: QueryShape, relevance: Mapping[str, float]
         else:
             subject = next(iter(by_subject))
         chain = sorted(by_subject[subject], key=_order)
-        best = chain[-1]
+        positive = [ev for ev in chain if not ev.negated]
+        best = most_specific(positive, positive[-1]) if positive else chain[-1]
         conflicts = [
             graph.events[other] for pair in graph.conflicts if best.id in pair
             for other in pair if other != best.id and graph.events[other].validity_at(as_of) > 0
@@ -151,11 +173,10 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
     found = facet_answer(graph, shape, relevance, as_of, settings)
     if found is not None:
         ev, conflicts = found
-        text = ev.value or ""
+        text = with_article(ev)
         if ev.negated:
             text = f"{ev.subject} no longer: {ev.value}"
-        elif ev.facet and ev.facet.startswith("date:") and shape.wh != "when":
-            text = ev.value or ""
+
         ans = Answer(text=text, abstained=False, event_ids=[ev.id], source_refs=list(ev.source_refs), method="facet")
         if conflicts:
             ans.conflict = [c.id for c in conflicts]

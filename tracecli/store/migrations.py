@@ -371,7 +371,8 @@ def m005_wiki(db: Database) -> None:
             snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
             claim_id TEXT NOT NULL REFERENCES claims(id),
             role TEXT NOT NULL,
-            PRIMARY KEY (snapshot_id, claim_id)
+            event_id TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (snapshot_id, claim_id, role, event_id)
         )
         """
     )

@@ -86,6 +86,14 @@ class Lifecycle:
             (conversation_id,),
         ):
             self._remember(ClaimRec(*r))
+        # a claim restated by a later event belongs to that event too (its updates must reach the claim)
+        for event_id, claim_id in store.execute(
+            "SELECT sc.event_id, sc.claim_id FROM snapshot_claims sc JOIN claims c ON c.id = sc.claim_id "
+            "WHERE c.conversation_id = ? AND sc.role = 'reaffirmed' AND sc.event_id != '' "
+            "ORDER BY c.idx, sc.snapshot_id",
+            (conversation_id,),
+        ):
+            self.by_event.setdefault(event_id, []).append(claim_id)
         self.next_idx = store.execute(
             "SELECT COALESCE(MAX(idx), -1) + 1 FROM claims WHERE conversation_id = ?", (conversation_id,)
         ).fetchone()[0]
@@ -115,7 +123,7 @@ class Lifecycle:
         """event id → trajectory of its newest claim (for the matcher's update rule)."""
         out: dict[str, str] = {}
         for event_id, ids in self.by_event.items():
-            tid = self.claims[ids[-1]].trajectory_id
+            tid = max((self.claims[c] for c in ids), key=lambda r: r.idx).trajectory_id
             if tid:
                 out[event_id] = tid
         return out
@@ -148,10 +156,10 @@ class Lifecycle:
         )
         self.counts.ops[op] += 1
 
-    def _link(self, snapshot_id: str, claim_id: str, role: str) -> None:
+    def _link(self, snapshot_id: str, claim_id: str, role: str, event_id: str | None = None) -> None:
         self.store.execute(
-            "INSERT OR IGNORE INTO snapshot_claims(snapshot_id, claim_id, role) VALUES (?,?,?)",
-            (snapshot_id, claim_id, role),
+            "INSERT OR IGNORE INTO snapshot_claims(snapshot_id, claim_id, role, event_id) VALUES (?,?,?,?)",
+            (snapshot_id, claim_id, role, event_id or ""),
         )
 
     # -- the ops ------------------------------------------------------------------------
@@ -241,7 +249,9 @@ class Lifecycle:
                 self.revise(d, existing, snap, traj, "confirmed: the claim is stated again without a hedge")
             else:
                 self.counts.reaffirmed += 1
-                self._link(snap, existing, "reaffirmed")
+                self._link(snap, existing, "reaffirmed", d.event_id)
+                if d.event_id and existing not in self.by_event.get(d.event_id, []):
+                    self.by_event.setdefault(d.event_id, []).append(existing)
         old = [c for c in old if c not in handled]
         why = f"updated: {_short(ev.quote)}" if ev is not None else ""
         for d in fresh:

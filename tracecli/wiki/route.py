@@ -29,9 +29,10 @@ def _dense_ranks(store: Store, conversation_id: str, query_vector: Sequence[floa
         return {}
     rows = store.execute(
         "SELECT rowid, distance FROM wiki_vectors WHERE embedding MATCH ? AND k = ? AND conversation_id = ? "
-        "ORDER BY distance, rowid",
+        "ORDER BY distance",
         (sqlite_vec.serialize_float32([float(x) for x in query_vector]), min(n, 4096), conversation_id),
     ).fetchall()
+    rows.sort(key=lambda r: (round(float(r[1]), 7), int(r[0])))  # vec0 allows only ORDER BY distance; ties by rowid
     return {int(r[0]): rank for rank, r in enumerate(rows, 1)}
 
 
