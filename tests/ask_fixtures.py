@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tracecli.store import Store, open_store
@@ -91,12 +92,28 @@ def ask_store(ask_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     store.close()
 
 
+class MemoEmbedder:
+    """The session embedder with a per-text memo, so a question asked again (other budget, other date) is embedded once."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.id, self.dimension = inner, inner.id, inner.dimension
+        self._memo: dict[str, np.ndarray] = {}
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        if todo:
+            self._memo.update(zip(todo, self.inner.embed_batch(todo)))
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self._memo[t] for t in texts])
+
+
 @pytest.fixture(scope="session")
 def asker(ask_store: Store, embedder: Any) -> Any:
-    """One Asker for the session (graphs and note vectors load once)."""
+    """One Asker for the session (graphs and note vectors load once; each question text is embedded once)."""
     from tracecli.query.ask import Asker
 
-    return Asker(ask_store, embedder=embedder)
+    return Asker(ask_store, embedder=MemoEmbedder(embedder))
 
 
 @pytest.fixture

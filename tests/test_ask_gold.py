@@ -105,8 +105,6 @@ def _superseded_events(rows: dict[str, dict[str, Any]], q: dict[str, Any]) -> di
 
 def test_superseded_events_show_as_outdated(gold_runs: list[tuple[dict[str, Any], Any]], ask_store: Any) -> None:
     """Steps through a superseded event are marked `outdated` and the path's context text says [OUTDATED …]."""
-    from tracecli.query.ask import short_text
-
     rows = event_rows(ask_store)
     conflicts = conflict_ids(ask_store)
     seen_outdated = 0

@@ -264,3 +264,11 @@ def test_wiki_checks_skip_without_wiki_tables(clean_db: Path, tmp_path: Path) ->
         assert statuses[name].status == "skipped", name
         assert "compile-wiki" in statuses[name].detail
     assert report.ok, [f.message for f in report.findings]
+
+
+def test_empty_file_passes(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "empty.db")
+    store.close()
+    report = _audit(tmp_path / "empty.db")
+    assert report.ok and report.conversation_ids == []
+    assert {c.status for c in report.checks} <= {"ok", "skipped"}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import typer
 from click.testing import Result
-from llm_server import LLMServer, Scripted, json_reply
+from llm_server import LLMServer, Scripted, json_reply, llm_server  # noqa: F401 (the fixture)
 from typer.testing import CliRunner
 
 from tracecli.commands import eval as eval_cmd
@@ -206,9 +206,9 @@ def test_longmemeval_include_abstention(embedder: Any) -> None:
 # -- the judge, against the scripted server ---------------------------------------------------------
 
 
-def _judge_model(server: LLMServer) -> OpenAIChatModel:
+def _judge_model(server: LLMServer, concurrency: int = 2, store: Any = None) -> OpenAIChatModel:
     return OpenAIChatModel(LLMSettings(provider="openai", url=server.url, model="judge-model", max_retries=0,
-                                       concurrency=2), sleep=lambda s: None)
+                                       concurrency=concurrency), store, sleep=lambda s: None)
 
 
 def test_judge_averages_three_passes(llm_server: LLMServer) -> None:
@@ -240,7 +240,7 @@ def test_judge_survives_bad_replies_and_a_dead_endpoint(llm_server: LLMServer) -
 
     llm_server.queue(invalid_json_reply(), invalid_json_reply())  # first pass unusable even after the retry
     llm_server.responder = lambda body: json_reply({"reasoning": "ok", "label": "CORRECT"})
-    run = judge_answers(_judge_model(llm_server), [("q", "a", "a")])
+    run = judge_answers(_judge_model(llm_server, concurrency=1), [("q", "a", "a")])
     assert run.unusable == 1 and run.verdicts[0].score == 1.0 and len(run.verdicts[0].labels) == 2
 
     llm_server.responder = lambda body: error_reply(500, "down")
@@ -275,7 +275,7 @@ def test_longmemeval_with_judge(embedder: Any, llm_server: LLMServer, tmp_path: 
     store = open_store(tmp_path / "lme.db")
     try:
         report = run_longmemeval(store, FIXTURES / "longmemeval_eval.json", judge=True, limit=1, embedder=embedder,
-                                 llm=None, judge_model=_judge_model(llm_server))
+                                 llm=None, judge_model=_judge_model(llm_server, store=store))
         ledger = store.query("SELECT stage, COUNT(*) AS n FROM llm_ledger GROUP BY stage")
     finally:
         store.close()

@@ -406,7 +406,7 @@ def test_someone_elses_similar_fact_never_updates_yours(people_graph: Store, fac
         assert a["valid_until"] == a_new["time_anchor"] != b_new["time_anchor"]
 
 
-# -- known extraction gaps (library fixes reported; each test fails today) -------------------
+# -- extraction gaps: a quit job, a move named by an ORG-tagged city ---------------------------
 
 GAPS_CONV = conversation(
     "gaps",
@@ -434,8 +434,7 @@ def test_quitting_a_job_is_a_retraction(gaps_graph: Store) -> None:
     assert quit_ and all(e["negated"] for e in quit_)
 
 
-@pytest.mark.xfail(strict=True, reason="extract NEW_VALUE_CUES + _facet_for_new_value: 'so I moved to Bristol' becomes employer=Bristol "
-                   "when spaCy tags Bristol ORG; a move names a place, never an employer")
 def test_moving_to_a_city_is_not_an_employer(gaps_graph: Store) -> None:
+    """spaCy tags 'Bristol' ORG here; a move still names a place, never an employer."""
     facets = {e["facet"] for e in message_events(gaps_graph, "My landlord doubled the rent, so I moved to Bristol.")}
     assert "employer" not in facets and "residence" in facets

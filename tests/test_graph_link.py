@@ -208,7 +208,7 @@ def event_lists(draw: st.DrawFn) -> tuple[list[EventRec], set[str], LinkSettings
     return events, new, s
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(event_lists())
 def test_before_edges_match_brute_force(case: tuple[list[EventRec], set[str], LinkSettings]) -> None:
     events, new, s = case

@@ -75,7 +75,7 @@ def reference(anchors: dict[str, str], edges: list[Edge]) -> ValidityState:
     return state
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(update_graphs())
 def test_propagation_matches_the_paper(case: Any) -> None:
     anchors, chains, extra, _ = case
@@ -83,7 +83,7 @@ def test_propagation_matches_the_paper(case: Any) -> None:
     assert propagate(anchors, edges) == reference(anchors, edges)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(update_graphs())
 def test_only_the_newest_of_each_chain_stays_valid(case: Any) -> None:
     anchors, chains, extra, _ = case
@@ -110,7 +110,7 @@ def test_only_the_newest_of_each_chain_stays_valid(case: Any) -> None:
     assert state.invalidated == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(update_graphs())
 def test_contradicts_changes_nothing(case: Any) -> None:
     anchors, chains, extra, contra = case
@@ -121,7 +121,7 @@ def test_contradicts_changes_nothing(case: Any) -> None:
     assert set(alone.validity.values()) <= {1.0} and not alone.valid_until and not alone.invalidated
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(update_graphs(), st.randoms(use_true_random=False))
 def test_propagation_is_idempotent_and_order_free(case: Any, rnd: random.Random) -> None:
     anchors, chains, extra, contra = case
@@ -229,3 +229,13 @@ def test_apply_validity_is_idempotent_and_ignores_contradicts(samples: Path, tmp
         assert [e for e in eds if e[2] != "contradicts"] == [e for e in before[1] if e[2] != "contradicts"]
     finally:
         store.close()
+
+
+@pytest.mark.xfail(strict=True, reason="validity.propagate: an updater without an anchor records '' as superseded_at first, and a later "
+                   "anchored updater never replaces it, so valid_until depends on edge order")
+def test_valid_until_does_not_depend_on_edge_order_when_an_updater_has_no_anchor() -> None:
+    anchors: dict[str, str | None] = {"old": stamp(0), "undated": None, "dated": stamp(10)}
+    forward = propagate(anchors, [("undated", "old", "updates"), ("dated", "old", "updates")])
+    backward = propagate(anchors, [("dated", "old", "updates"), ("undated", "old", "updates")])
+    assert backward.valid_until == {"old": stamp(10)}
+    assert forward == backward

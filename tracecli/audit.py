@@ -252,9 +252,15 @@ class _Auditor:
         if declared is not None and declared != dim:
             chk.error(f"note_vectors holds {declared}-d vectors but meta records {model} at {dim}-d")
         self._vector_rows(chk, "note_vectors", notes, dim, "note")
-        if self.has("wiki_pages", "wiki_vectors"):
+        if self.has("wiki_pages"):
+            pwhere, pparams = self.in_scope()
             pages = {r[0]: r[1] for r in self.store.execute(
-                f"SELECT rowid, conversation_id FROM wiki_pages WHERE {where.replace('n.', '')}", params)}
+                f"SELECT rowid, conversation_id FROM wiki_pages WHERE {pwhere}", pparams)}
+            if not pages:
+                return
+            if not self.has("wiki_vectors"):
+                chk.error(f"wiki pages exist but the wiki_vectors table is missing ({model}, {dim}-d expected)")
+                return
             chk.checked += len(pages)
             wdim = self._declared_dim("wiki_vectors")
             if wdim is not None and wdim != dim:

@@ -194,8 +194,15 @@ def to_markdown(report: EvalReport) -> str:
         parts += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
     parts += ["## Metrics", ""]
     parts += [f"- **{METRIC_LABELS.get(m, m)}** (`{m}`)" for m in report.metrics]
-    parts += ["", "Evidence recall: context items are taken in rank order while their whitespace words fit the "
-              "budget; an item citing more than 3 messages counts for none of them.", ""]
+    parts.append("")
+    if "evidence_recall" in report.metrics:
+        parts += ["Evidence recall: context items are taken in rank order while their whitespace words fit the "
+                  "budget; an item citing more than 3 messages counts for none of them. Flat baselines answer "
+                  "with their top-1 note; the judge scores tracecli's answers only.", ""]
+    if "valid" in report.metrics:
+        parts += ["valid: the answer holds the current value; leakage: it holds a superseded value without the "
+                  "current one; net = valid − leakage. The flat baseline answers with the top-1 note of dense "
+                  "retrieval.", ""]
     parts += ["## Settings", "", md_table(TableSpec("settings", ["setting", "value"], settings_rows(report))), ""]
     return "\n".join(parts)
 

@@ -627,9 +627,9 @@ class RuleExtractor:
                     continue
                 add(default_subject, prior.facet, prior.value or "", F.facet_kind(prior.facet), 0.85, "state_change", True)
         ctx.msg_retracted.extend(h["facet"] for h in hits if h["negated"])
-        em = re.search(r"(?i)\b(" + _EVENT_ALT + r"|driving test|viva|defence|tickets)\b", text)
+        em = re.search(r"(?i)\b(?:(spring|summer|autumn|fall|winter|christmas|easter|school|work|office|leaving|engagement|farewell|end-of-year|final|first)\s+)?(" + _EVENT_ALT + r"|driving test|viva|defence|tickets)\b", text)
         if em:
-            ctx.last_event_noun = em.group(1).lower()
+            ctx.last_event_noun = " ".join(x for x in em.groups() if x).lower()
         # 5. a short answer to the other person's question about a facet ("Pottery, bouldering and baking, mostly.")
         prev = ctx.prev_message
         if not hits and prev is not None and prev.speaker != speaker and "?" in prev.text:

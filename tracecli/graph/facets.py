@@ -18,7 +18,7 @@ CAP = rf"(?P<value>{_CAPWORD}(?:[ \-](?:de |da |do |del |la |le |of |upon |am |s
 # a lower-case phrase of up to four words, stopping before a clause boundary
 _STOP = r"(?=\s+(?:at|in|on|for|because|since|now|instead|anymore|any more|this|next|last|and then|but|so|which|with|from|after|before|though|tbh|lol|haha)\b|\s*[.,!?;:)(—–-]|\s*$)"
 PHRASE = rf"(?P<value>[A-Za-z][\w'’\-]*(?:\s+[A-Za-z][\w'’\-]*){{0,3}}?){_STOP}"
-NAME = r"(?P<value>[A-Z][a-zA-Z'’\-]+)"
+NAME = r"(?P<value>[A-Z][a-zA-Z'’\-]+(?:\s+(?!Is\b|Was\b|And\b)[A-Z][a-zA-Z'’\-]+)?)"
 
 FIRST = r"(?:i|we)"
 AUX = r"(?:'m|’m| am|'re|’re| are|'ve|’ve| have|'ll|’ll| will|'d|’d| would| had| was| were)?"
@@ -200,6 +200,9 @@ def date_facet(event: str) -> str:
     event = event.lower().strip()
     event = _EVENT_VERB_NOUNS.get(event, event)
     event = EVENT_ALIASES.get(event, event)
+    parts = event.rsplit(" ", 1)
+    if len(parts) == 2 and parts[1] in EVENT_ALIASES:  # "spring gig" → "spring concert"
+        event = f"{parts[0]} {EVENT_ALIASES[parts[1]]}"
     return f"date:{EVENT_ALIASES.get(event, event)}"
 
 
@@ -290,6 +293,7 @@ def question_facets(question: str) -> list[str]:
     m = _Q_DATE.search(q)
     if m:
         event = m.group(2) or m.group(3)
+        qual = re.search(r"(?i)\b(spring|summer|autumn|fall|winter|christmas|easter|school|work|office|leaving|engagement|farewell|end-of-year|final|first)\s+" + re.escape(event or "") + r"\b", q) if event else None
         if event:
             if re.match(r"(?i)leav|depart|fly", event):
                 event = "trip"
@@ -301,6 +305,8 @@ def question_facets(question: str) -> list[str]:
                 event = "graduation"
             elif re.match(r"(?i)open", event):
                 event = "opening"
+            if qual:
+                out.append(date_facet(f"{qual.group(1)} {event}"))
             out.append(date_facet(event))
     if re.search(r"\b(diet|vegan|vegetarian|pescatarian|eat meat)\b", q, re.I):
         out.append("diet")

@@ -60,6 +60,7 @@ _DATE_EVENT_ALIASES = {"gig": "concert", "show": "concert", "tickets": "concert"
 _EVENTS = tuple(F.EVENT_NOUNS) + ("driving test", "test", "viva", "tickets", "defence", "thesis defence", "exam",
                                   "party", "launch party", "opening night", "audition", "recital", "birthday")
 _EVENT_RE = re.compile(r"\b(" + _alt(_EVENTS) + r")\b", re.I)
+_QUALIFIERS = r"spring|summer|autumn|fall|winter|christmas|easter|school|work|office|leaving|engagement|farewell|end-of-year|final|first"
 _DATE_CHANGE = re.compile(r"\b(moved|moving|pushed|postponed|rescheduled|rebooked|changed|shifted|bumped|brought forward|"
                           r"delayed|now|again|instead|new date)\b", re.I)
 _DIET_EXTRA = {"eating fish again": "pescatarian", "eat fish again": "pescatarian", "eating meat again": "omnivore",
@@ -226,6 +227,10 @@ def slot_hits(sent: Any, text: str, *, subject: str, speaker: str, other: str | 
     near_cue = bool(ctx_cue and dm and 0 <= text.find(dm[0].phrase) - ctx_cue.end() <= 25)
     if dm and not third and (em or (last_event_noun and near_cue)):
         noun = (em.group(1).lower() if em.re is _EVENT_RE else "trip") if em else last_event_noun
+        if em is not None and em.re is _EVENT_RE:
+            q = re.search(r"(?i)\b(" + _QUALIFIERS + r")\s+$", text[: em.start()])
+            if q:
+                noun = f"{q.group(1).lower()} {noun}"
         noun = _DATE_EVENT_ALIASES.get(noun or "", noun)
         if noun and noun not in ("start date", "deadline", "meeting", "game", "match", "shoot"):
             d = dm[0]
@@ -284,10 +289,11 @@ def slot_hits(sent: Any, text: str, *, subject: str, speaker: str, other: str | 
         pass  # handled as a retraction of the named partner by the caller's RETRACTIONS
     # study
     sm = re.search(rf"(?i:\b(?:{_DEGREE})\s+in\s+)([a-zA-Z][a-z\-]+(?:\s+[a-z\-]+){{0,2}})", text) or \
+        re.search(rf"(?i:\b(?:my|the|a|an)\s+(?:part-time\s+|online\s+|first-year\s+)?)([a-zA-Z][a-zA-Z\-]+(?:\s+[a-zA-Z][a-z\-]+){{0,2}}?\s+(?i:certificate|certification|diploma|bootcamp|mba|msc|phd|masters|course))\b", text) or \
         re.search(rf"(?i:\b(?:my|the|a|an)\s+(?:part-time\s+|online\s+|first-year\s+)?)([a-zA-Z][a-zA-Z\-]+(?:\s+[a-zA-Z][a-z\-]+){{0,2}}?)\s+(?i:{_DEGREE})\b", text)
     if sm and _STUDY_CUE.search(text):
         value = sm.group(1)
-        if value.lower() not in ("whole", "entire", "new", "first", "second", "last", "same", "my", "the", "old"):
+        if value.split()[0].lower() not in ("whole", "entire", "new", "first", "second", "last", "same", "my", "the", "old", "this", "that", "next"):
             add("study", value, "thing", 0.6, "state_change")
     # a reaction to what the other person just said ("Vegan! Brave.") is not a statement about oneself
     if prev_text_other and not re.search(r"\b(i|i[’']m|i[’']ve|my|me|we|our)\b", low) and (

@@ -64,7 +64,9 @@ def most_specific(chain: Sequence[EventNode], best: EventNode) -> EventNode:
 def with_article(ev: EventNode) -> str:
     """Keep 'the' when the source said it ('the Scottish Highlands')."""
     value = ev.value or ""
-    if value and re.search(rf"(?i)\bthe {re.escape(value)}\b", ev.quote) and not value.lower().startswith("the "):
+    from tracecli.graph.facets import facet_kind
+
+    if value and facet_kind(ev.facet or "") == "place" and re.search(rf"(?i)\bthe {re.escape(value)}\b", ev.quote) and not value.lower().startswith("the "):
         return f"the {value}"
     return value
 
@@ -89,6 +91,10 @@ def facet_answer(graph: Graph, shape: QueryShape, relevance: Mapping[str, float]
     named = [p for p in shape.people if p in subjects]
     for facet in shape.facets:
         matching = [ev for ev in graph.events.values() if _facet_matches(ev, facet)]
+        if not matching and facet.startswith("date:"):
+            base = facet.split(" ")[-1] if " " in facet else facet[5:]
+            matching = [ev for ev in graph.events.values() if ev.facet and ev.facet.startswith("date:")
+                        and (ev.facet == f"date:{base}" or ev.facet.endswith(f" {base}"))]
         if named:
             matching = [ev for ev in matching if ev.subject in named]
         if not matching:
