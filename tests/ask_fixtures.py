@@ -187,16 +187,19 @@ def message_refs(store: Store, conversation_ids: list[str] | None = None) -> dic
         for r in (mid, ref):
             if r:
                 out.setdefault(r, set()).add(cid)
+                # with several conversations in scope, refs are qualified: "conversation:ref"
+                out.setdefault(f"{cid}:{r}", set()).add(cid)
     return out
 
 
 def note_texts(store: Store) -> dict[str, set[str]]:
     """ref → the note texts of messages with that ref."""
     out: dict[str, set[str]] = {}
-    for ref, text in store.execute(
-        "SELECT COALESCE(m.source_ref, m.id), n.text FROM notes n JOIN messages m ON m.id = n.message_id"
+    for ref, cid, text in store.execute(
+        "SELECT COALESCE(m.source_ref, m.id), m.conversation_id, n.text FROM notes n JOIN messages m ON m.id = n.message_id"
     ):
         out.setdefault(ref, set()).add(text)
+        out.setdefault(f"{cid}:{ref}", set()).add(text)
     return out
 
 

@@ -154,6 +154,7 @@ def test_as_of_answers_cite_only_what_was_said_by_then(gold_runs: list[tuple[dic
         if q["kind"] != "as_of":
             continue
         for ref in res.source_refs:
+            ref = ref.removeprefix(f"{q['conversation']}:")  # refs are qualified when several conversations are in scope
             stamps = [r[0] for r in ask_store.execute(
                 "SELECT timestamp FROM messages WHERE conversation_id = ? AND (source_ref = ? OR id = ?)",
                 (q["conversation"], ref, ref))]

@@ -63,12 +63,6 @@ def test_hybrid_fuses_both_rankings(ask_store: Any, qvec: Any) -> None:
     assert all(-1.0 <= h.cosine <= 1.0 for h in sparse_only)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tracecli/query/retrieve.py sparse_search()/hybrid_search(): notes are indexed as '[date] Speaker: text', so a "
-    "question naming a person matches every message that person wrote and BM25 favours the shortest ones; RRF "
-    "then pushes evidence found only by dense retrieval down. 'What sport does Maya do now?' over "
-    "maya-sam-project: dense ranks the evidence s5-m7 2nd, hybrid ranks it 37th behind 'Maya: WHAT', "
-    "'Maya: haha', 'Maya: Addicted' (so it never reaches the context notes)"))
 def test_speaker_names_do_not_drown_the_evidence(ask_store: Any, qvec: Any) -> None:
     q = "What sport does Maya do now?"
     dense = hybrid_search(ask_store, q, qvec(q), [MAYA], mode="dense")

@@ -127,12 +127,10 @@ def test_resolved_dates_format_as_answers_say_them() -> None:
 # -- known gaps (library fixes reported; each test fails today) ------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="dates._special ignores `future`: past-tense 'end of July' in September resolves to July of NEXT year")
 def test_end_of_month_in_the_past_stays_in_this_year() -> None:
     assert one("We moved out at the end of July.", SAT, False)[1] == D(2024, 7, 28)
 
 
-@pytest.mark.xfail(strict=True, reason="dates._special ignores `future`: 'early March' said in May resolves to 2025 even for a past event")
 def test_early_month_in_the_past_stays_in_this_year() -> None:
     assert one("We met in early March.", WED, False)[1] == D(2024, 3, 1)
 
@@ -143,11 +141,9 @@ def test_the_31st_in_a_thirty_day_month() -> None:
     assert one("Rent was due on the 31st.", MON, False)[1] == D(2024, 5, 31)
 
 
-@pytest.mark.xfail(strict=True, reason="dates._resolve strips 'in' from 'in two weeks' and dateparser reads 'two weeks' as two weeks AGO unless future=True")
 def test_in_two_weeks_is_always_ahead() -> None:
     assert one("I start the new job in two weeks.", WED, False)[1] == D(2024, 5, 29)
 
 
-@pytest.mark.xfail(strict=True, reason="dates: _NUM matches 'a couple of' but neither _special nor dateparser resolves 'a couple of weeks ago'")
 def test_a_couple_of_weeks_ago() -> None:
     assert one("We moved a couple of weeks ago.", WED, False)[1] == D(2024, 5, 1)

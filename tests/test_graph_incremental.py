@@ -70,8 +70,6 @@ def test_incremental_build_equals_full_rebuild(tmp_path: Path, embedder: Any, fu
         store.close()
 
 
-@pytest.mark.xfail(strict=True, reason="build._build_one only distils sessions missing from graph_sessions; messages appended to an "
-                   "already built session (ingest appends them) are never extracted until --rebuild")
 def test_messages_appended_to_a_built_session_are_distilled(tmp_path: Path, embedder: Any) -> None:
     from test_graph_helpers import conversation, events
 

@@ -231,8 +231,6 @@ def test_apply_validity_is_idempotent_and_ignores_contradicts(samples: Path, tmp
         store.close()
 
 
-@pytest.mark.xfail(strict=True, reason="validity.propagate: an updater without an anchor records '' as superseded_at first, and a later "
-                   "anchored updater never replaces it, so valid_until depends on edge order")
 def test_valid_until_does_not_depend_on_edge_order_when_an_updater_has_no_anchor() -> None:
     anchors: dict[str, str | None] = {"old": stamp(0), "undated": None, "dated": stamp(10)}
     forward = propagate(anchors, [("undated", "old", "updates"), ("dated", "old", "updates")])

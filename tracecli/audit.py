@@ -291,15 +291,18 @@ class _Auditor:
 
     def fts(self, chk: _Check) -> None:
         where, params = self.in_scope()
-        notes = {r[0]: (r[1], r[2], r[3]) for r in self.store.execute(
-            f"SELECT rowid, conversation_id, text, keywords FROM notes WHERE {where}", params)}
+        nwhere, nparams = self.in_scope("n.conversation_id")
+        notes = {r[0]: (r[1], r[2], r[3], r[4]) for r in self.store.execute(
+            f"SELECT n.rowid, n.conversation_id, n.text, m.text, n.keywords FROM notes n "
+            f"LEFT JOIN messages m ON m.id = n.message_id WHERE {nwhere}", nparams)}
         fts = {r[0]: (r[1], r[2]) for r in self.store.execute("SELECT rowid, text, keywords FROM notes_fts")}
         chk.checked = len(notes)
-        for rowid, (cid, text, kw) in sorted(notes.items()):
+        for rowid, (cid, note_text, msg_text, kw) in sorted(notes.items()):
             got = fts.get(rowid)
             if got is None:
                 chk.error(f"note rowid {rowid} is missing from notes_fts (full-text search cannot find it)", cid, [str(rowid)])
-            elif got != (text, kw):
+            # The index holds the message text (older files: the whole note text) and the note's keywords.
+            elif got[0] not in (msg_text, note_text) or got[1] != kw:
                 chk.error(f"notes_fts row {rowid} differs from its note", cid, [str(rowid)])
         if not self.scoped:
             for rowid in sorted(set(fts) - set(notes)):

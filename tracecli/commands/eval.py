@@ -230,8 +230,8 @@ def register(app: typer.Typer) -> None:
 
     def locomo_cmd(
         file: Annotated[Path, typer.Argument(help="A LoCoMo file (list of samples with conversation and qa).", show_default=False)],
-        samples: Annotated[Optional[list[str]], typer.Option("--samples", help="Only these sample ids, e.g. --samples conv-26 conv-30 (default: all).", show_default=False)] = None,
-        categories: Annotated[Optional[list[str]], typer.Option("--categories", help="QA categories to score, e.g. --categories 1 2 3 4 (default; 5 = adversarial).", show_default=False)] = None,
+        samples: Annotated[Optional[list[str]], typer.Option("--samples", metavar="ID...", help="Only these sample ids, e.g. --samples conv-26 conv-30 (default: all).", show_default=False)] = None,
+        categories: Annotated[Optional[list[str]], typer.Option("--categories", metavar="N...", help="QA categories to score, e.g. --categories 1 2 3 4 (default; 5 = adversarial).", show_default=False)] = None,
         budget: BudgetOpt = 300,
         baselines: BaselinesOpt = False,
         judge: JudgeOpt = False,
@@ -300,7 +300,7 @@ def register(app: typer.Typer) -> None:
     def longmemeval_cmd(
         file: Annotated[Path, typer.Argument(help="A LongMemEval file (list of items with haystack_sessions).", show_default=False)],
         include_abstention: Annotated[bool, typer.Option("--include-abstention", help="Also score abstention items (question_id ending in _abs).")] = False,
-        types: Annotated[Optional[list[str]], typer.Option("--types", help="Only these question types, e.g. --types knowledge-update temporal-reasoning.", show_default=False)] = None,
+        types: Annotated[Optional[list[str]], typer.Option("--types", metavar="TYPE...", help="Only these question types, e.g. --types knowledge-update temporal-reasoning.", show_default=False)] = None,
         budget: BudgetOpt = 300,
         baselines: BaselinesOpt = False,
         judge: JudgeOpt = False,

@@ -21,7 +21,6 @@ BLEU-1 are 1 when the system declines, else 0.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from typing import Any
 from tracecli.errors import BadInput
 from tracecli.evaluate import metrics
 from tracecli.evaluate.baselines import BASELINES, depth_for, embed_questions, flat_search
-from tracecli.evaluate.judge import judge_answers
+from tracecli.evaluate.judge import STAGE as JUDGE_STAGE, judge_answers
 from tracecli.evaluate.pipeline import (
     DEFAULT_BUDGET, ProgressFn, ask_one, cost_report, ledger_mark, prepare, run_settings,
 )
@@ -189,7 +188,7 @@ def run_locomo(
         judge_id = run.model
         for it, v in zip(items, run.verdicts):
             it.scores["tracecli"]["judge"] = v.score
-        extra_times["judge"] = time.perf_counter() - t
+        extra_times[JUDGE_STAGE] = time.perf_counter() - t
         if run.error:
             judge_note = f"judge: {run.error}"
         elif run.unusable:
@@ -239,12 +238,6 @@ def _notes(build: Any, items: Sequence[ItemResult], judge_note: str | None) -> l
         notes.append(judge_note)
     return notes
 
-
-def dumps_report(report: EvalReport) -> str:
-    """The report as JSON text (what --json prints)."""
-    from tracecli.render import to_jsonable
-
-    return json.dumps(to_jsonable(report), ensure_ascii=False)
 
 
 __all__ = ["DEFAULT_CATEGORIES", "LocomoQA", "METRICS", "category_name", "load_qa", "parse_categories", "run_locomo"]

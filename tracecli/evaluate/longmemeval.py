@@ -21,7 +21,7 @@ from typing import Any
 from tracecli.errors import BadInput
 from tracecli.evaluate import metrics
 from tracecli.evaluate.baselines import BASELINES, depth_for, embed_questions, flat_search
-from tracecli.evaluate.judge import judge_answers
+from tracecli.evaluate.judge import STAGE as JUDGE_STAGE, judge_answers
 from tracecli.evaluate.pipeline import (
     DEFAULT_BUDGET, ProgressFn, ask_one, cost_report, ledger_mark, prepare, run_settings,
 )
@@ -168,7 +168,7 @@ def run_longmemeval(
         judge_id = run.model
         for it, v in zip(items, run.verdicts):
             it.scores["tracecli"]["judge"] = v.score
-        extra_times["judge"] = time.perf_counter() - t
+        extra_times[JUDGE_STAGE] = time.perf_counter() - t
         if run.error:
             notes.append(f"judge: {run.error}")
     if skipped_abs:

@@ -167,14 +167,13 @@ def cost_report(build: BuildRun, store: Store, mark: int, latencies: Sequence[fl
                 context_words: Sequence[float], ask_seconds: float, extra: dict[str, float] | None = None) -> CostReport:
     """Stage times plus the ledger rows since `mark`, ask latency percentiles and context size."""
     ledger = ledger_since(store, mark)
-    stage_names = {"ingest": "ingest", "build-graph": "build-graph", "compile-wiki": "compile-wiki", "ask": "ask"}
     times = dict(build.stage_seconds)
     times["ask"] = ask_seconds
     for k, v in (extra or {}).items():
         times[k] = v
     stages = []
     for name, secs in times.items():
-        led = ledger.pop(stage_names.get(name, name), None)
+        led = ledger.pop(name, None)  # timing names are the ledger's stage names
         stages.append(StageCost(name, round(secs, 3), *(
             (led.llm_calls, led.tokens_in, led.tokens_out, led.cache_hits) if led else (0, 0, 0, 0))))
     for name, led in ledger.items():  # stages that only the ledger knows (e.g. the judge)
@@ -223,7 +222,8 @@ def run_settings(*, benchmark: str, file: str, budget: int, embedder: Any, llm: 
         "baselines": baselines,
         "db": db or "(temporary)",
         "wiki_stage": wiki_available(),
-        "ask_settings": dataclasses.asdict(AskSettings()),
+        # what ask ran with: the defaults, with the context budget this run passed to every question
+        "ask_settings": {**dataclasses.asdict(AskSettings()), "budget": budget},
         "tracecli_version": getattr(tracecli, "__version__", None),
         "git_commit": git_commit(),
     }

@@ -25,9 +25,7 @@ retrieval — the stale-fact failure the graph exists to fix.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,7 @@ from typing import Any
 from tracecli.errors import BadInput
 from tracecli.evaluate import metrics
 from tracecli.evaluate.baselines import embed_questions, flat_search
-from tracecli.evaluate.judge import judge_states
+from tracecli.evaluate.judge import STAGE as JUDGE_STAGE, judge_states
 from tracecli.evaluate.pipeline import (
     DEFAULT_BUDGET, ProgressFn, ask_one, cost_report, ledger_mark, prepare, run_settings,
 )
@@ -329,7 +327,7 @@ def run_updates(
                     it.scores[system] = {"valid": v.score, "leakage": v.leak, "net": round(v.score - v.leak, 4)}
             if run.unusable:
                 notes.append(f"judge ({system}): {run.unusable} of {run.calls} verdicts unusable; those items keep containment scores")
-        extra_times["judge"] = time.perf_counter() - t
+        extra_times[JUDGE_STAGE] = time.perf_counter() - t
     if not build.wiki:
         notes.append("compile-wiki skipped" + (f": {build.wiki_error}" if build.wiki_error else " (wiki stage not available)"))
     errors = [it for it in items if it.error]
@@ -354,10 +352,6 @@ def _state_scores(answer: str, q: StateQA) -> dict[str, float | None]:
     valid, leak = float(s.valid), float(s.leaked)
     return {"valid": valid, "leakage": leak, "net": valid - leak}
 
-
-def dumps_questions(items: Sequence[StateQA]) -> str:
-    """The questions as JSON text (for debugging a converted set)."""
-    return json.dumps([q.__dict__ for q in items], ensure_ascii=False, indent=2)
 
 
 __all__ = ["BASELINE", "METRICS", "StateQA", "UpdatesInput", "load_updates", "run_updates"]

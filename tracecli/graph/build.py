@@ -179,8 +179,16 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: object | None, rebuil
     with store.transaction():
         if rebuild:
             _clear(store, cid)
-        sessions = store.query("SELECT id, idx FROM sessions WHERE conversation_id = ? ORDER BY idx", (cid,))
-        built = {r[0] for r in store.execute("SELECT session_id FROM graph_sessions WHERE conversation_id = ?", (cid,))}
+        sessions = store.query(
+            "SELECT s.id, s.idx, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n "
+            "FROM sessions s WHERE s.conversation_id = ? ORDER BY s.idx", (cid,))
+        built = dict(store.execute("SELECT session_id, message_count FROM graph_sessions WHERE conversation_id = ?", (cid,)).fetchall())
+        grown = [s["id"] for s in sessions if s["id"] in built and s["n"] > built[s["id"]]]
+        if grown:
+            # a session that received new messages since it was built changes what later sessions revise
+            # and the topic centroids, so the conversation is rebuilt: the result equals a full rebuild
+            _clear(store, cid)
+            built = {}
         pending = [s["id"] for s in sessions if s["id"] not in built]
         result.sessions_total = len(sessions)
         result.sessions_processed = len(pending)
@@ -225,9 +233,11 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: object | None, rebuil
             _insert_edges(store, cid, evolution_edges(recs, link_settings))
             apply_validity(store, cid)
             now = utc_now()
+            counts = {s["id"]: s["n"] for s in sessions}
             store.conn.executemany(
-                "INSERT OR REPLACE INTO graph_sessions(session_id, conversation_id, extractor, built_at) VALUES (?,?,?,?)",
-                [(sid, cid, result.extractor, now) for sid in pending],
+                "INSERT OR REPLACE INTO graph_sessions(session_id, conversation_id, extractor, message_count, built_at) "
+                "VALUES (?,?,?,?,?)",
+                [(sid, cid, result.extractor, counts[sid], now) for sid in pending],
             )
             result.events_new = len(new_ids)
     _summarise(store, cid, result)

@@ -55,8 +55,24 @@ def _num(text: str) -> int:
     return int(text) if text.isdigit() else _WORDNUM.get(text, 1)
 
 
-def _special(phrase: str, base: dt.datetime) -> tuple[dt.date, str] | None:
+def _special(phrase: str, base: dt.datetime, future: bool = False) -> tuple[dt.date, str] | None:
     p = phrase.lower().strip()
+    m = re.fullmatch(rf"({_NUM})\s+(days?|weeks?|months?|years?)\s+ago", p)
+    if m and not m.group(1).isdigit():
+        n, unit = _num(m.group(1)), m.group(2).rstrip("s")
+        from dateutil.relativedelta import relativedelta
+
+        delta = {"day": relativedelta(days=n), "week": relativedelta(weeks=n), "month": relativedelta(months=n),
+                 "year": relativedelta(years=n)}[unit]
+        return (base - delta).date(), unit if unit != "day" else "day"
+    m = re.fullmatch(rf"in\s+({_NUM})\s+(days?|weeks?|months?|years?)", p)
+    if m:
+        n, unit = _num(m.group(1)), m.group(2).rstrip("s")
+        from dateutil.relativedelta import relativedelta
+
+        delta = {"day": relativedelta(days=n), "week": relativedelta(weeks=n), "month": relativedelta(months=n),
+                 "year": relativedelta(years=n)}[unit]
+        return (base + delta).date(), "day" if unit in ("day", "week") else unit
     m = re.fullmatch(rf"({_NUM})\s+weekends?\s+ago", p)
     if m:
         # The Saturday of the weekend N weeks back.
@@ -71,7 +87,12 @@ def _special(phrase: str, base: dt.datetime) -> tuple[dt.date, str] | None:
     m = re.fullmatch(rf"(?:the\s+)?(end of|beginning of|start of|early|mid|late)\s+({_MONTHS})(?:\s+(\d{{4}}))?", p)
     if m:
         month = dt.datetime.strptime(m.group(2)[:3].title(), "%b").month
-        year = int(m.group(3)) if m.group(3) else base.year + (1 if month < base.month else 0)
+        if m.group(3):
+            year = int(m.group(3))
+        elif future:
+            year = base.year + (1 if month < base.month else 0)
+        else:
+            year = base.year  # the current period, as dateparser reads a bare month
         day = {"end of": 28, "late": 25, "mid": 15}.get(m.group(1), 1)
         return dt.date(year, month, day), "month"
     return None
@@ -80,7 +101,7 @@ def _special(phrase: str, base: dt.datetime) -> tuple[dt.date, str] | None:
 @lru_cache(maxsize=4096)
 def _resolve(phrase: str, base_iso: str, prefer: str) -> tuple[dt.date, str] | None:
     base = dt.datetime.fromisoformat(base_iso)
-    special = _special(phrase, base)
+    special = _special(phrase, base, prefer == "future")
     if special:
         return special
     import dateparser

@@ -449,7 +449,8 @@ class RuleExtractor:
         for w, species in F.SPECIES.items():
             if re.search(rf"\b{re.escape(w)}s?\b", low):
                 ctx.last_species[speaker] = species
-        if len(text) < 3 or _is_question(text) or F.COUNTERFACTUAL.search(text):
+        offer = bool(re.search(r"(?i)\bfor me\b", text))  # "gin and tonic for me and a chapman for you?"
+        if len(text) < 3 or (_is_question(text) and not offer) or F.COUNTERFACTUAL.search(text):
             return []
         dates = find_dates(text, base, future=bool(_PLAN.search(text)))
         out: list[EventOut] = []
@@ -505,6 +506,14 @@ class RuleExtractor:
         third_party = _third_party_subject(sent, self.participants)
 
         def add(subject: str, facet: str, value: str, kind: str, confidence: float, event_type: str | None, negated: bool) -> None:
+            if negated:
+                # "I quit my job at Acme Bank": the retraction wins over a positive reading of the same value
+                same = [h for h in hits if h["facet"] == facet and not h["negated"]
+                        and F.normalise_value(h["value"]) == F.normalise_value(value)]
+                for h in same:
+                    hits.remove(h)
+                if same:
+                    taken.discard((facet, False))
             if (facet, negated) in taken or (facet, False) in taken and negated:
                 return
             if not negated and (facet, True) in taken:
@@ -777,7 +786,7 @@ NEW_VALUE_CUES = [
 ANSWER_SHAPES = [
     ("hobbies", re.compile(r"^(?P<value>[A-Za-z][\w\-]*(?: [a-z][\w\-]*)?(?:, (?:and )?[a-z][\w\-]*(?: [a-z][\w\-]*)?)*,? (?:and|&) [a-z][\w\-]*(?: [a-z][\w\-]*)?)(?=\s*[.,!?;]|\s+(?:mostly|these days|now|at the moment|lately)\b|\s*$)")),
     ("coffee", re.compile(r"^(?i:(?:an?\s+)?(?P<value>" + _COFFEE_ALT + r"))\b")),
-    ("trip_destination", re.compile(r"^(?:(?i:yes|yeah|yep|so|well|oh|definitely)[,!.]?\s+)?(?P<value>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)\s+(?i:in|for|this|next|on)\b")),
+    ("trip_destination", re.compile(r"^(?:(?i:yes|yeah|yep|so|well|oh|definitely)[,!.]?\s+)?(?P<value>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)(?:\s+(?i:in|for|this|next|on)\b|\s*[!,.])")),
     ("residence", re.compile(r"^(?:(?i:yes|yeah|yep|still|well|oh)[,!.]?\s+)*(?:(?i:still\s+)?(?i:in|out in)\s+)(?P<value>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)")),
     ("sport", re.compile(r"^(?i:(?P<value>" + _SPORT_ALT + r"))\b")),
 ]
@@ -863,7 +872,9 @@ def _value_for_facet(raw: str, facet: str) -> str:
         m = re.search(r"(?i)\b(" + _alt(lexicons[facet]) + r")\b", raw)
         return m.group(1) if m else ""
     value = re.split(r"(?i)\s+(?:every|each|from|at|for|with|because|since|on|in the)\b", raw)[0]
-    return _clean_value(value, F.facet_kind(facet))
+    for dm in find_dates(value, None):  # "Greenleaf Energy last month" → "Greenleaf Energy"
+        value = value.replace(dm.phrase, " ")
+    return _clean_value(re.sub(r"\s+", " ", value), F.facet_kind(facet))
 
 
 _SPORT_PEOPLE = {"swimmer": "swimming", "runner": "running", "cyclist": "cycling", "climber": "climbing",

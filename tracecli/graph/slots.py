@@ -34,7 +34,8 @@ _MOVE_PLAN = re.compile(r"\b(moving (?:\w+ )?(?:to|there)|move (?:\w+ )?to|reloc
 _EMPLOY = re.compile(r"\b(work|working|worked|job|office|boss|manager|team|colleagues?|hired|joined|role|"
                      r"position|promot\w+|shifts?|contract|employer|company|firm|payroll|interns?\w*|first (?:day|week|month)|"
                      r"clients?|salary|pay rise|raise|transferr\w+|start(?:ed|ing)? at|owns my soul|crew|kitchen at|the kitchen|"
-                     r"head chef|double shifts|on the \w+ team|put me on|quiet at work|numbers this week|deadline at)\b", re.I)
+                     r"head chef|double shifts|on the \w+ team|put me on|quiet at work|numbers this week|deadline at|canteen|"
+                     r"payday|my desk|at work)\b", re.I)
 _NOT_EMPLOY = re.compile(r"\b(interview\w*|applied|applying|nearly|almost|turned (?:it |them )?down|"
                          r"customer|client of|bank account|shopping|bought|visit\w*)\b", re.I)
 _LEAVE = re.compile(r"\b(quit|left|leaving|resign\w*|handed in (?:my|our) notice|fired|laid off|made redundant|"

@@ -38,7 +38,8 @@ def propagate(anchors: Mapping[str, str | None], edges: Iterable[tuple[str, str,
         when = anchors[src] or ""
         state.validity[dst] = 0.0
         # An event superseded several times is outdated from the earliest update on.
-        if dst not in superseded_at or (when and when < superseded_at[dst]):
+        prev = superseded_at.get(dst)
+        if prev is None or (when and (not prev or when < prev)):
             superseded_at[dst] = when
     for event_id, when in superseded_at.items():
         if when:

@@ -149,7 +149,9 @@ def _write(store: Store, conv: ParsedConversation, pending: list[_PendingMessage
         msg_rows.append((pm.id, cid, sid, seq, turns[sid], pm.speaker, pm.text, pm.timestamp, pm.source_ref, pm.content_hash))
         kw = " ".join(keywords(pm.text))
         note_rows.append((note_rowid, f"n_{pm.id[2:]}", pm.id, cid, pm.note_text, kw))
-        fts_rows.append((note_rowid, pm.note_text, kw))
+        # FTS indexes the message text alone: the note's "[date] Speaker:" prefix would make every
+        # question that names a person match all of that person's shortest messages.
+        fts_rows.append((note_rowid, pm.text, kw))
         vec_rows.append((note_rowid, cid, sqlite_vec.serialize_float32(list(vec))))
         seq += 1
         turns[sid] += 1

@@ -123,6 +123,17 @@ def facet_answer(graph: Graph, shape: QueryShape, relevance: Mapping[str, float]
     return None
 
 
+def _known_later(graph: Graph, shape: QueryShape, as_of: str) -> bool:
+    people = set(shape.people)
+    if not people or not shape.facets:
+        return False
+    for facet in shape.facets[:1]:
+        events = [ev for ev in graph.events.values() if ev.subject in people and _facet_matches(ev, facet)]
+        if events and all(ev.time_anchor and ev.time_anchor > as_of for ev in events):
+            return True
+    return False
+
+
 def _value_text(ev: EventNode) -> str:
     if ev.negated:
         return f"no longer {ev.value}"
@@ -164,6 +175,11 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape) -> str:
     if ev.value and not ev.negated and ev.facet and not ev.facet.startswith("date:"):
         return ev.value
     if shape.wh == "where":
+        from tracecli.graph.gazetteer import is_place
+
+        for m in re.finditer(r"[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,2}", ev.quote):
+            if is_place(m.group(0)):
+                return m.group(0)
         return _entity(ev.quote, ("GPE", "LOC", "FAC")) or ev.quote
     if shape.wh == "who":
         return _entity(ev.quote, ("PERSON",), avoid=(ev.subject,)) or ev.quote
@@ -177,6 +193,9 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
                    settings: AskSettings) -> Answer:
     """A concise extractive answer with its source refs, or an abstention."""
     found = facet_answer(graph, shape, relevance, as_of, settings)
+    if found is None and as_of is not None and _known_later(graph, shape, as_of):
+        # the asked-for fact of the named person exists, but only from after that date
+        return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is not None:
         ev, conflicts = found
         text = with_article(ev)
@@ -193,11 +212,17 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
     if best_note_cosine < settings.abstain_below or not ranked_events:
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     best = None
-    for ev, _score in ranked_events:
-        if ev.validity_at(as_of) > 0:
-            best = ev
-            break
+    valid = [(ev, sc) for ev, sc in ranked_events if ev.validity_at(as_of) > 0]
+    if shape.wh == "why" and valid:
+        # a why-question is answered by an event whose cause the graph knows, if one is nearly as relevant
+        top = valid[0][1]
+        best = next((ev for ev, sc in valid[:4] if sc >= top - 0.03 and _cause_of(graph, ev) is not None), None)
+    if best is None and valid:
+        best = valid[0][0]
     if best is None:
+        if as_of is not None:
+            # nothing relevant had been said by that date
+            return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
         best = newest_successor(graph, ranked_events[0][0], as_of)
     elif shape.wants_current:
         best = newest_successor(graph, best, as_of)

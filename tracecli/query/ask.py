@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ import numpy as np
 from tracecli.errors import BadInput, NotFound
 from tracecli.graph.facets import facet_label
 from tracecli.query.answer import NOT_ENOUGH, Answer, answer_offline, newest_successor
-from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, traverse
+from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, qualified_ref, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
@@ -102,6 +103,7 @@ class Asker:
         self._embedder = embedder
         self.llm = llm
         self._scopes: dict[tuple[str, ...], _Scope] = {}
+        self._scope_ids: list[str] = []
 
     @property
     def embedder(self) -> Any:
@@ -154,6 +156,7 @@ class Asker:
             raise BadInput(f"--budget {budget} is too small; give at least 20 tokens")
         as_of_dt = _as_datetime(as_of)
         scope = self._scope(self._conversations(conversation_id))
+        self._scope_ids = scope.conversation_ids
         shape = shape_of(question, scope.names, scope.now, as_of_dt)
         timing["shape"] = _ms(t0)
         t = time.perf_counter()
@@ -176,8 +179,9 @@ class Asker:
         timing["graph"] = _ms(t)
         t = time.perf_counter()
         best_cos = max([h.cosine for h in hits[:5]] + [0.0])
+        ranked_events = self._rerank_sentences(question, qvec, ranked_events)
         answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings)
-        context, shown_paths = self._context(graph, shape, answer, paths, hits, budget, as_of_iso)
+        context, shown_paths = self._context(graph, shape, answer, paths, hits, budget, as_of_iso, relevance)
         if self.llm is not None and getattr(self.llm, "is_available", False):
             from tracecli.query.llm_answer import answer_with_llm
 
@@ -200,8 +204,16 @@ class Asker:
         if shape.before_event_verb:
             verb = shape.before_event_verb
             people = shape.people or [ev.subject for ev in graph.events.values()]
+            facet = {"moved": "residence", "switched": None, "changed": None, "started": "employer", "left": "employer",
+                     "quit": "employer", "renamed": "pet_name:", "rebooked": "date:"}.get(verb)
+            # the first revision of that facet: the time the person's state changed
             hits = sorted(
-                (ev for ev in graph.events.values() if ev.subject in people and verb in ev.quote.lower() and ev.time_anchor),
+                (ev for ev in graph.events.values() if ev.subject in people and ev.time_anchor and facet
+                 and ev.facet and ev.facet.startswith(facet) and any(e.label == "updates" for e in graph.out.get(ev.id, []))),
+                key=lambda e: (e.seq, e.sentence_idx),
+            ) or sorted(
+                (ev for ev in graph.events.values() if ev.subject in people and re.search(rf"\b{verb}\b", ev.quote, re.I)
+                 and ev.time_anchor and ev.facet),
                 key=lambda e: (e.seq, e.sentence_idx),
             )
             if hits:
@@ -266,9 +278,26 @@ class Asker:
         scored.sort(key=lambda x: (-x[1], x[0].seq, x[0].id))
         return scored
 
+    def _rerank_sentences(self, question: str, qvec: np.ndarray, ranked: list[tuple[EventNode, float]],
+                          top: int = 16) -> list[tuple[EventNode, float]]:
+        """Re-score the best events by their own sentence's similarity to the question.
+
+        Event relevance comes from the message's note vector, so every sentence of
+        a message ties; embedding the few candidate sentences separates the one
+        that answers from its neighbours.
+        """
+        head = ranked[:top]
+        if not head:
+            return ranked
+        vecs = np.asarray(self.embedder.embed_batch([ev.quote for ev, _ in head]), dtype=np.float32)
+        sims = (vecs @ qvec).tolist()
+        rescored = [(ev, round(0.6 * sim + 0.4 * score, 6)) for (ev, score), sim in zip(head, sims)]
+        rescored.sort(key=lambda x: (-x[1], x[0].seq, x[0].id))
+        return rescored + ranked[top:]
+
     # -- context (Eq. 21, 22) ------------------------------------------------------------
     def _context(self, graph: Graph, shape: QueryShape, answer: Answer, paths: list[Path], hits: Sequence[NoteHit],
-                 budget: int, as_of: str | None) -> tuple[list[ContextItem], list[PathOut]]:
+                 budget: int, as_of: str | None, relevance: dict[str, float]) -> tuple[list[ContextItem], list[PathOut]]:
         s = self.settings
         b_note = int(budget * s.note_share)
         b_path = budget - b_note
@@ -280,12 +309,17 @@ class Asker:
             cost = count_tokens(text)
             if used_note + cost > b_note:
                 continue
-            notes.append(ContextItem("note", text, [hit.source_ref or hit.message_id], round(hit.score, 6)))
+            ref = hit.source_ref or hit.message_id
+            if len(self._scope_ids) > 1:
+                ref = qualified_ref(hit.conversation_id, ref)
+            notes.append(ContextItem("note", text, [ref], round(hit.score, 6)))
             used_note += cost
         b_path += max(0, b_note - used_note)  # Eq. 21: freed note budget goes to paths
         chosen: list[Path] = []
         if answer.event_ids and answer.event_ids[0] in graph.events:
-            chosen.append(_answer_path(graph, answer.event_ids[0], as_of))
+            ap = _answer_path(graph, answer.event_ids[0], as_of)
+            score_path(graph, ap, relevance, s, as_of)
+            chosen.append(ap)
         covered: set[str] = set(chosen[0].event_ids) if chosen else set()
         for p in paths:
             if set(p.event_ids) <= covered:
@@ -305,7 +339,7 @@ class Asker:
             cost = count_tokens(text)
             if used_path + cost > b_path:
                 continue
-            score = p.score if p.score else 1.0
+            score = p.score
             path_items.append(ContextItem("path", text, refs, round(score, 6)))
             path_outs.append(_path_out(graph, p, as_of))
             used_path += cost

@@ -88,6 +88,11 @@ class Graph:
     conflicts: set[frozenset[str]] = field(default_factory=set)
 
 
+def qualified_ref(conversation_id: str, ref: str) -> str:
+    """A ref that stays unambiguous when several conversations are in scope ('conv:s2-m16')."""
+    return f"{conversation_id}:{ref}"
+
+
 def load_graph(store: Store, conversation_ids: Sequence[str]) -> Graph:
     """Read events and edges of the given conversations."""
     marks = ",".join("?" for _ in conversation_ids)
@@ -101,8 +106,9 @@ def load_graph(store: Store, conversation_ids: Sequence[str]) -> Graph:
             confidence=r["confidence"], validity=r["validity"], valid_until=r["valid_until"], topic_id=r["topic_id"],
         )
     by_note: dict[int, list[str]] = defaultdict(list)
-    for eid, rowid, mid, ref in store.execute(
-        f"SELECT en.event_id, n.rowid, m.id, COALESCE(m.source_ref, m.id) FROM event_notes en "
+    qualify = len(conversation_ids) > 1
+    for eid, rowid, mid, ref, cid in store.execute(
+        f"SELECT en.event_id, n.rowid, m.id, COALESCE(m.source_ref, m.id), m.conversation_id FROM event_notes en "
         f"JOIN notes n ON n.id = en.note_id JOIN messages m ON m.id = n.message_id "
         f"WHERE n.conversation_id IN ({marks}) ORDER BY m.seq",
         list(conversation_ids),
@@ -111,7 +117,7 @@ def load_graph(store: Store, conversation_ids: Sequence[str]) -> Graph:
             ev = events[eid]
             ev.note_rowids.append(rowid)
             ev.message_ids.append(mid)
-            ev.source_refs.append(ref)
+            ev.source_refs.append(qualified_ref(cid, ref) if qualify else ref)
             by_note[rowid].append(eid)
     out: dict[str, list[EdgeInfo]] = defaultdict(list)
     into: dict[str, list[EdgeInfo]] = defaultdict(list)

@@ -62,11 +62,13 @@ class QueryShape:
 
 
 def detect_wh(question: str) -> str:
+    """The question word that comes first ('What was … back when …' is a what-question)."""
     q = question.strip().lower()
-    for wh in ("where", "when", "who", "whose", "which", "what", "why", "how"):
-        if re.search(rf"\b{wh}\b", q):
-            return "who" if wh == "whose" else wh
-    return "yesno"
+    found = [(m.start(), m.group(1)) for m in re.finditer(r"\b(where|when|who|whose|which|what|why|how)\b", q)]
+    if not found:
+        return "yesno"
+    wh = min(found)[1]
+    return "who" if wh == "whose" else wh
 
 
 def detect_plan(question: str) -> str:
@@ -123,7 +125,11 @@ def time_scope(question: str, now: dt.datetime | None) -> tuple[dt.datetime | No
         gran = dm.granularity
         if re.fullmatch(r"(?i)(?:early|mid|late|the start of|the end of)?\s*[a-z]+", core.strip()):
             gran = "month"
-        return _end_of(dm.date, gran, phrase), phrase
+        end = _end_of(dm.date, gran, phrase)
+        if now is not None and end > now + dt.timedelta(days=31) and not re.search(r"\d{4}", phrase):
+            # "in March" asked in November means the March that has been, not the next one
+            end = _end_of(dm.date.replace(year=dm.date.year - 1), gran, phrase)
+        return end, phrase
     return None, None
 
 

@@ -110,13 +110,17 @@ def _events(store: Store, ids: list[str]) -> list[dict[str, Any]]:
 def _messages(store: Store, refs: list[str], conversations: list[str]) -> list[dict[str, Any]]:
     out = []
     for ref in refs:
-        marks = ",".join("?" for _ in conversations) or "''"
+        scope, plain = conversations, ref
+        conv, sep, rest = ref.partition(":")
+        if sep and conv in conversations and len(conversations) > 1:
+            scope, plain = [conv], rest  # a qualified ref: 'conversation:source_ref'
+        marks = ",".join("?" for _ in scope) or "''"
         row = store.query(
             f"SELECT id, source_ref, conversation_id, speaker, timestamp, text FROM messages "
             f"WHERE (source_ref = ? OR id = ?) AND conversation_id IN ({marks}) ORDER BY seq LIMIT 1",
-            (ref, ref, *conversations),
+            (plain, plain, *scope),
         )
-        out.append(row[0] if row else {"source_ref": ref, "missing": True})
+        out.append({"ref": ref, **row[0]} if row else {"ref": ref, "source_ref": ref, "missing": True})
     return out
 
 

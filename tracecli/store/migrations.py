@@ -195,6 +195,7 @@ def m003_graph(db: Database) -> None:
             session_id TEXT PRIMARY KEY REFERENCES sessions(id),
             conversation_id TEXT NOT NULL REFERENCES conversations(id),
             extractor TEXT NOT NULL,
+            message_count INTEGER NOT NULL DEFAULT 0,
             built_at TEXT NOT NULL
         )
         """,
@@ -305,6 +306,7 @@ def m005_wiki(db: Database) -> None:
             fact_key TEXT,
             item TEXT,
             family TEXT,
+            negated INTEGER NOT NULL DEFAULT 0,
             text TEXT NOT NULL,
             status TEXT NOT NULL CHECK (status IN ('active', 'deprecated', 'contradictory', 'needs-confirmation')),
             source_message_ids TEXT NOT NULL,

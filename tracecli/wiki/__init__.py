@@ -2,14 +2,14 @@
 
 Modules, one job each: `claims` (exchanges → grounded claims), `trajectories`
 (Eq. 3–4 matching), `lifecycle` (Eq. 5 op log and claim history), `pages`
-(Eq. 6–8 page planning, rendering, embedding), `route` (query routing for
-`ask`), `compile` (the stage entry point).
+(Eq. 6–8 page planning, rendering, embedding), `route` (the read side: query
+routing for `ask`, pages for the CLI), `compile` (the stage entry point).
 """
 
 from tracecli.wiki.compile import CompileResult, WikiSettings, compile_wiki
 from tracecli.wiki.lifecycle import ClaimChain, HistoryStep, claim_history, replay
-from tracecli.wiki.pages import PageInfo, PageSettings, export_pages, get_page, list_pages
-from tracecli.wiki.route import active_claims_for_pages, route_pages
+from tracecli.wiki.pages import PageSettings
+from tracecli.wiki.route import PageInfo, active_claims_for_pages, export_pages, get_page, list_pages, route_pages
 from tracecli.wiki.trajectories import MatchSettings
 
 __all__ = [

@@ -1,31 +1,23 @@
 """Snapshots' raw material: exchanges of messages and the atomic claims they ground (TrajWiki A.1).
 
-A session is cut into *exchanges* (one speaker's run of messages and the
-reply run that follows). Each exchange yields claims: readable third-person
-sentences, each with the source message ids and a `supporting_quote` that
-occurs verbatim in one of those messages. Claims that fail that check are
-dropped and counted, whatever produced them.
+A session is cut into *exchanges* (one speaker's run of messages and the reply run
+after it). Each exchange yields claims: readable third-person sentences with their
+source message ids and a `supporting_quote` that occurs verbatim in one of those
+messages; claims failing that check are dropped and counted, whoever wrote them.
 
-Offline, claims come from the evidence graph (build-graph's events), so the
-lifecycle can follow the graph's `updates` edges:
-
-* a faceted event with a clean value becomes a templated claim ("Alice is
-  moving to Porto."), one claim per item for list facets ("I love pottery,
-  hiking and painting" → three claims);
-* any other event becomes its sentence rewritten in the third person (I/my/you
-  resolved to names), split into one claim per item when the sentence holds a
-  list of things or of actions;
-* a shared photo becomes "X shared a photo of …".
-
+Offline, claims come from build-graph's events, so the lifecycle can follow the
+graph's `updates` edges: a faceted event with a clean value becomes a templated
+claim ("Alice is moving to Porto."), one per item for list facets ("I love
+pottery, hiking and painting" → three claims); any other event becomes its
+sentence in the third person (I/my/you resolved to names), split per item when it
+holds a list of things or actions; a shared photo becomes "X shared a photo of …".
 With an LLM, a structured reply replaces the sentence claims of non-faceted
-sentences; it is validated the same way (and the offline claims are used when
-the reply is unusable). Faceted events keep their templated claims in both
-modes: they carry the lifecycle.
+sentences, validated the same way (offline claims when the reply is unusable);
+faceted events keep their templated claims in both modes: they carry the lifecycle.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -286,68 +278,57 @@ def facet_family(facet: str) -> str | None:
     return _FAMILY_BY_FACET.get(facet)
 
 
-_BALL_GAMES = frozenset({
-    "squash", "padel", "tennis", "badminton", "football", "five-a-side", "soccer", "basketball", "volleyball", "golf",
-    "rugby", "cricket", "hockey", "netball", "table tennis", "ping pong",
-})
+_BALL_GAMES = frozenset("squash padel tennis badminton football five-a-side soccer basketball volleyball golf rugby "
+                        "cricket hockey netball".split()) | {"table tennis", "ping pong"}
+
+
+# (positive, negative) templates: {s} subject, {v} value, {a} "a"/"an" for the value, {p} the facet's parameter
+_TEMPLATES = {
+    "residence": ("{s} lives in {v}", "{s} no longer lives in {v}"),
+    "moving_to": ("{s} is moving to {v}", "{s} is no longer moving to {v}"),
+    "hometown": ("{s} is originally from {v}", "{s} is not originally from {v}"),
+    "instrument": ("{s} plays the {v}", "{s} no longer plays the {v}"),
+    "club": ("{s} is a member of {v}", "{s} is no longer a member of {v}"),
+    "employer": ("{s} works at {v}", "{s} no longer works at {v}"),
+    "occupation": ("{s} works as {a} {v}", "{s} no longer works as {a} {v}"),
+    "study": ("{s} studies {v}", "{s} no longer studies {v}"),
+    "course": ("{s} is taking {a} {v}", "{s} is no longer taking {a} {v}"),
+    "diet": ("{s} is {v}", "{s} is no longer {v}"),
+    "diet_word": ("{s} follows {a} {v} diet", "{s} is no longer {v}"),
+    "coffee": ("{s}'s usual drink is {a} {v}", "{s} no longer drinks {v}"),
+    "sport": ("{s} does {v}", "{s} no longer does {v}"),
+    "ball_game": ("{s} plays {v}", "{s} no longer plays {v}"),
+    "hobbies": ("{s} enjoys {v}", "{s} no longer enjoys {v}"),
+    "partner": ("{s}'s partner is {v}", "{v} is no longer {s}'s partner"),
+    "relationship": ("{s} is {v}", "{s} is no longer {v}"),
+    "trip_destination": ("{s} is travelling to {v}", "{s} is no longer travelling to {v}"),
+    "car": ("{s} drives {a} {v}", "{s} no longer drives {a} {v}"),
+    "pet_name": ("{s} has {ap} {p} named {v}", "{s} no longer has {ap} {p} named {v}"),
+    "family": ("{s}'s {p} is named {v}", "{s}'s {p} is not named {v}"),
+    "date": ("{s}'s {p} is set for {v}", "{s}'s {p} is no longer set for {v}"),
+    "venue": ("{s}'s {p} is at {v}", "{s}'s {p} is no longer at {v}"),
+    "favourite": ("{s}'s favourite {p} is {v}", "{v} is no longer {s}'s favourite {p}"),
+}
+_COURSE = re.compile(r"(?i)\b(certificate|course|degree|diploma|masters|msc|ma|phd|bootcamp|programme|program|classe?s?)$")
 
 
 def facet_text(subject: str, facet: str, value: str, negated: bool) -> str:
     """A templated claim for (subject, facet, value)."""
-    s, v = subject, value
-    param = facet.split(":", 1)[1] if ":" in facet else ""
+    base, _, param = facet.partition(":")
     param = param if param not in ("?", "*") else "pet"
-    pos: str
-    neg: str
-    if facet == "residence":
-        pos, neg = f"{s} lives in {v}", f"{s} no longer lives in {v}"
-    elif facet == "moving_to":
-        pos, neg = f"{s} is moving to {v}", f"{s} is no longer moving to {v}"
-    elif facet == "hometown":
-        pos, neg = f"{s} is originally from {v}", f"{s} is not originally from {v}"
-    elif facet == "instrument":
-        pos, neg = f"{s} plays the {v}", f"{s} no longer plays the {v}"
-    elif facet == "club":
-        pos, neg = f"{s} is a member of {v}", f"{s} is no longer a member of {v}"
-    elif facet == "employer":
-        pos, neg = f"{s} works at {v}", f"{s} no longer works at {v}"
-    elif facet == "occupation":
-        pos, neg = f"{s} works as {_a(v)} {v}", f"{s} no longer works as {_a(v)} {v}"
-    elif facet == "study" and re.search(r"(?i)\b(certificate|course|degree|diploma|masters|msc|ma|phd|bootcamp|programme|program|classe?s?)$", v):
-        pos, neg = f"{s} is taking {_a(v)} {v}", f"{s} is no longer taking {_a(v)} {v}"
-    elif facet == "study":
-        pos, neg = f"{s} studies {v}", f"{s} no longer studies {v}"
-    elif facet == "diet":
-        pos, neg = f"{s} follows a {v} diet" if v.lower() in F.DIETS else f"{s} is {v}", f"{s} is no longer {v}"
-    elif facet == "coffee":
-        pos, neg = f"{s}'s usual drink is {_a(v)} {v}", f"{s} no longer drinks {v}"
-    elif facet == "sport":
-        verb = "plays" if v.lower() in _BALL_GAMES else "does"
-        pos, neg = f"{s} {verb} {v}", f"{s} no longer {verb} {v}"
-    elif facet == "hobbies":
-        pos, neg = f"{s} enjoys {v}", f"{s} no longer enjoys {v}"
-    elif facet == "partner":
-        pos, neg = f"{s}'s partner is {v}", f"{v} is no longer {s}'s partner"
-    elif facet == "relationship":
-        pos, neg = f"{s} is {v}", f"{s} is no longer {v}"
-    elif facet == "trip_destination":
-        pos, neg = f"{s} is travelling to {v}", f"{s} is no longer travelling to {v}"
-    elif facet == "car":
-        pos, neg = f"{s} drives {_a(v)} {v}", f"{s} no longer drives {_a(v)} {v}"
-    elif facet.startswith("pet_name:"):
-        pos, neg = f"{s} has {_a(param)} {param} named {v}", f"{s} no longer has {_a(param)} {param} named {v}"
-    elif facet.startswith("family:"):
-        pos, neg = f"{s}'s {param} is named {v}", f"{s}'s {param} is not named {v}"
-    elif facet.startswith("date:"):
-        pos, neg = f"{s}'s {param} is set for {v}", f"{s}'s {param} is no longer set for {v}"
-    elif facet.startswith("venue:"):
-        pos, neg = f"{s}'s {param} is at {v}", f"{s}'s {param} is no longer at {v}"
-    elif facet.startswith("favourite:"):
-        pos, neg = f"{s}'s favourite {param} is {v}", f"{v} is no longer {s}'s favourite {param}"
+    key = base
+    if facet == "study" and _COURSE.search(value):
+        key = "course"
+    elif facet == "diet" and value.lower() in F.DIETS:
+        key = "diet_word"
+    elif facet == "sport" and value.lower() in _BALL_GAMES:
+        key = "ball_game"
+    if key in _TEMPLATES:
+        text = _TEMPLATES[key][1 if negated else 0].format(s=subject, v=value, a=_a(value), p=param, ap=_a(param))
     else:
         label = F.facet_label(facet)
-        pos, neg = f"{s} {label} {v}", f"{s} no longer {label} {v}"
-    return readable(neg if negated else pos)
+        text = f"{subject} {'no longer ' if negated else ''}{label} {value}"
+    return readable(text)
 
 
 # -- inventory families of free sentences ------------------------------------------------
@@ -502,10 +483,11 @@ def find_list(doc: Any) -> tuple[list[tuple[int, int]], bool] | None:
         spans = [first, *middle, final]
         if any(e - s > 10 for s, e in spans):
             continue
+        if not verbs and toks[final[0]].tag_ == "VBG" and not toks[first[0]].lower_.endswith("ing"):
+            continue  # not parallel: "hiking in the mountains and exploring forests"
         after_colon = first[0] > 0 and toks[first[0] - 1].text == ":"
-        if len(spans) >= 3 or (verbs and comma) or (
-            not verbs and (after_colon or any(t.pos_ == "VERB" and t.lower_ in _CUE_VERBS for t in toks))
-        ):
+        cue = any(t.pos_ == "VERB" and t.lower_ in _CUE_VERBS for t in toks[max(0, first[0] - 3):first[0]])
+        if len(spans) >= 3 or (verbs and comma) or (not verbs and (after_colon or cue)):
             return spans, verbs
     return None
 
@@ -671,12 +653,11 @@ def _event_drafts(
     for n, (text, item) in enumerate(rewritten):
         if len(text.split()) < 3:
             continue
-        fam_item = free_family(text)
-        family, inv_item = (fam_item if fam_item else (None, None))
-        if item and family is None and len(rewritten) > 1:
-            family = None
+        fam_item = (free_family(item) if item else None) or free_family(text)
+        family, inv_item = fam_item if fam_item else (None, None)
+        shown = inv_item if family and not (item and fam_item == free_family(item)) else item
         drafts.append(ClaimDraft(key=f"ev|{ev.id}|{n}", text=text, supporting_quote=quote,
-                                 item=_display_item(item or inv_item) if (item or inv_item) else None,
+                                 item=_display_item(shown) if shown else None,
                                  family=family, order=(ev.seq, ev.sentence_idx, n), **base))  # type: ignore[arg-type]
     return drafts
 
@@ -808,8 +789,3 @@ def extract_with_llm(
         out[n] = Extraction(drafts=sorted(merged, key=lambda d: d.order), ungrounded=offline[n].ungrounded + dropped,
                             llm_used=True)
     return out
-
-
-def dumps_ids(ids: Sequence[str]) -> str:
-    """JSON text of a list of ids."""
-    return json.dumps(list(ids))

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracecli.errors import NoAnswer, NotFound
+from tracecli.graph.link import MULTI_VALUED_PREFIXES
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import content_words, short_hash
 from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow, norm_text
@@ -53,6 +54,7 @@ class ClaimRec:
     subject: str
     facet: str | None
     trajectory_id: str | None
+    negated: bool = False
 
     @property
     def current(self) -> bool:
@@ -81,7 +83,7 @@ class Lifecycle:
         self.current_by_text: dict[str, str] = {}
         self.counts = LifecycleCounts()
         for r in store.execute(
-            "SELECT id, idx, text, status, event_id, subject, facet, trajectory_id FROM claims "
+            "SELECT id, idx, text, status, event_id, subject, facet, trajectory_id, negated FROM claims "
             "WHERE conversation_id = ? ORDER BY idx",
             (conversation_id,),
         ):
@@ -134,12 +136,13 @@ class Lifecycle:
         self.next_idx += 1
         self.store.execute(
             "INSERT INTO claims(id, conversation_id, idx, snapshot_id, trajectory_id, event_id, subject, facet, fact_key, "
-            "item, family, text, status, source_message_ids, supporting_quote, origin, predecessor_id, successor_id, "
-            "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?)",
+            "item, family, negated, text, status, source_message_ids, supporting_quote, origin, predecessor_id, "
+            "successor_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,?)",
             (claim_id, self.cid, idx, snapshot_id, trajectory_id, d.event_id, d.subject, d.facet, d.fact_key, d.item,
-             d.family, d.text, status, dumps(d.source_message_ids), d.supporting_quote, d.origin, predecessor, utc_now()),
+             d.family, int(d.negated), d.text, status, dumps(d.source_message_ids), d.supporting_quote, d.origin,
+             predecessor, utc_now()),
         )
-        rec = ClaimRec(claim_id, idx, d.text, status, d.event_id, d.subject, d.facet, trajectory_id)
+        rec = ClaimRec(claim_id, idx, d.text, status, d.event_id, d.subject, d.facet, trajectory_id, d.negated)
         self._remember(rec)
         self.counts.claims_new += 1
         return rec
@@ -254,20 +257,23 @@ class Lifecycle:
                     self.by_event.setdefault(d.event_id, []).append(existing)
         old = [c for c in old if c not in handled]
         why = f"updated: {_short(ev.quote)}" if ev is not None else ""
+        placed: list[str] = []
         for d in fresh:
             if old:
-                self.revise(d, old.pop(0), snap, traj, why)
+                placed.append(self.revise(d, old.pop(0), snap, traj, why))
                 continue
             target = self._judge(d) if ev is None or not ev.facet else None
             if target is not None:
-                self.revise(d, target, snap, traj, "revised (LLM judge, validated)")
+                placed.append(self.revise(d, target, snap, traj, "revised (LLM judge, validated)"))
             else:
-                self.add(d, snap, traj, "contradicts an earlier claim" if contradicted else "new claim")
+                placed.append(self.add(d, snap, traj, "contradicts an earlier claim" if contradicted else "new claim"))
         for c in old:
             sources = drafts[0].source_message_ids if drafts else []
             quote = drafts[0].supporting_quote if drafts else (ev.quote if ev is not None else "")
             self.deprecate(c, snap, ev.id if ev is not None else None, sources, quote,
                            f"superseded without a counterpart: {_short(ev.quote) if ev is not None else ''}")
+        if ev is not None and not contradicted:
+            self._one_value(snap, ev, placed, handled, drafts)
         for c in self._current_of(contradicted):
             rec = self.claims[c]
             if rec.status == "contradictory":
@@ -277,13 +283,32 @@ class Lifecycle:
                         claim_id="cl_" + short_hash(self.cid, c, "contradicts", ev.id if ev else ""),
                         status="contradictory")
 
+    def _one_value(self, snap: str, ev: EventRow, placed: Sequence[str], kept: set[str], drafts: Sequence[ClaimDraft]) -> None:
+        """A single-valued fact has one current value: retire other positive claims the graph left standing.
+
+        The graph's `updates` edges normally do this already; this catches the
+        chains they leave open (a retraction that names an older value, say).
+        """
+        if not ev.facet or ev.negated or ev.facet.startswith(MULTI_VALUED_PREFIXES) or ev.facet == "hobbies":
+            return
+        new = [c for c in (*placed, *kept) if self.claims[c].current and not self.claims[c].negated]
+        if not new:
+            return
+        mine = set(new)
+        for rec in sorted(self.claims.values(), key=lambda r: r.idx):
+            if (rec.current and not rec.negated and rec.id not in mine and rec.subject == ev.subject
+                    and rec.facet == ev.facet):
+                d = drafts[0]
+                self.deprecate(rec.id, snap, ev.id, d.source_message_ids, d.supporting_quote,
+                               f"superseded: {ev.subject}'s {ev.facet} is now '{ev.value}'")
+
     def _copy_draft(self, claim_id: str) -> ClaimDraft:
         r = self.store.query("SELECT * FROM claims WHERE id = ?", (claim_id,))[0]
         return ClaimDraft(
             key=f"copy|{claim_id}", text=r["text"], subject=r["subject"],
             source_message_ids=json.loads(r["source_message_ids"]), supporting_quote=r["supporting_quote"],
             status="contradictory", event_id=r["event_id"], facet=r["facet"], item=r["item"], family=r["family"],
-            origin=r["origin"],
+            origin=r["origin"], negated=bool(r["negated"]),
         )
 
     # -- the LLM judge (free claims only) ----------------------------------------------------

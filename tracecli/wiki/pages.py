@@ -35,13 +35,11 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sqlite_vec
 
-from tracecli.errors import BadInput, NotFound
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import content_words, short_hash
 from tracecli.wiki.trajectories import GENERIC
@@ -223,8 +221,8 @@ def shard(tids: Sequence[str], vectors: Mapping[str, np.ndarray], target: int, c
     tids = list(tids)
     if len(tids) <= cap:
         return [tids]
-    k = max(2, math.ceil(len(tids) / target))
-    k = max(k, math.ceil(len(tids) / cap))
+    k = max(2, math.ceil(len(tids) / target), math.ceil(len(tids) / cap))
+    cap = min(cap, max(target, math.ceil(len(tids) / k)))  # balanced shards: 7 → 4 + 3, not 6 + 1
     mat = np.stack([vectors[t] for t in tids])
     sims = mat @ mat.T
     seeds = [0]
@@ -248,7 +246,8 @@ def _salient(t: Traj, names: set[str], n: int, df: Mapping[str, int], total: int
     """A trajectory's most telling words: tf·idf over trajectories, proper names and items first."""
     scored = []
     for w, c in t.keywords.items():
-        if w in GENERIC or w in WEAK or len(w) < 4 or w.isdigit() or any(w == x or w.startswith(x) for x in names):
+        if (w in GENERIC or w in WEAK or w in _SPACY_STOP or len(w) < 4 or w.isdigit() or w.endswith("ly")
+                or (w.endswith("s") and (w[:-1] in _SPACY_STOP or w[:-1] in WEAK)) or any(w == x or w.startswith(x) for x in names)):
             continue
         idf = math.log((1 + total) / (1 + df.get(w, 0))) + 1.0
         scored.append((c * idf * (2.0 if w in t.terms else 1.0), w))
@@ -260,8 +259,24 @@ WEAK = frozenset(
     whole wish word work worked working yeah glad funny properly basically actually literally honestly though
     least much most next last first second another every since ever keep kept went going come came take took
     look looking looks find found give gave help helps helped hope hoped hoping show shows getting doing done
-    nothing someone anyone everyone people person place places stuff bunch couple sounds sound idea ideas""".split()
+    nothing someone anyone everyone people person place places stuff bunch couple sounds sound idea ideas
+    agree agrees along check checked care cares cared offer offered share sharing celebrate celebrated definitely
+    heres theres lifes thats whats lets wanna gonna tell telling talk talking thing try tried believe believes
+    means meant seems seemed sure totally absolutely super special awesome incredible amazing wonderful lovely
+    beautiful fantastic excited exciting happy proud grateful thankful appreciate appreciates appreciated
+    inspiring inspired support supportive feel feels felt makes made making shared showed seeing seen""".split()
 )
+
+
+def _spacy_stop() -> frozenset[str]:
+    try:
+        from spacy.lang.en.stop_words import STOP_WORDS
+    except ImportError:  # spaCy is a dependency, but keep page planning usable without it
+        return frozenset()
+    return frozenset(w.replace("'", "") for w in STOP_WORDS)
+
+
+_SPACY_STOP = _spacy_stop()
 
 
 def plan_pages(state: State, s: PageSettings) -> list[PagePlan]:
@@ -740,84 +755,3 @@ def compile_pages(store: Store, cid: str, embedder: Any, llm: Any | None, s: Pag
         store.execute("DELETE FROM wiki_vectors WHERE rowid = ?", (rowid,))
         res.removed += 1
     return res
-
-
-# -- reading pages -------------------------------------------------------------------------------
-
-
-@dataclass
-class PageInfo:
-    """A page as `wiki list` / `wiki show` report it."""
-
-    id: str
-    conversation_id: str
-    slug: str
-    type: str
-    title: str
-    trajectories: list[str]
-    links: list[str]
-    rescue: bool
-    origin: str
-    updated_at: str
-    markdown: str = ""
-
-
-def _page_rows(store: Store, where: str, params: Sequence[Any]) -> list[PageInfo]:
-    rows = store.query(f"SELECT * FROM wiki_pages {where} ORDER BY conversation_id, "
-                       "CASE type WHEN 'index' THEN 0 WHEN 'entity' THEN 1 WHEN 'inventory' THEN 2 ELSE 3 END, rowid", params)
-    links = {}
-    for pid, tid in store.execute("SELECT page_id, trajectory_id FROM wiki_page_trajectories ORDER BY page_id, trajectory_id"):
-        links.setdefault(pid, []).append(tid)
-    return [PageInfo(r["id"], r["conversation_id"], r["slug"], r["type"], r["title"], links.get(r["id"], []),
-                     json.loads(r["links"]), bool(r["rescue"]), r["origin"], r["updated_at"], r["markdown"]) for r in rows]
-
-
-def list_pages(store: Store, conversation_id: str | None = None, page_type: str | None = None) -> list[PageInfo]:
-    """Pages of one or all conversations (index first, then entity, inventory, topic)."""
-    if page_type is not None and page_type not in PAGE_TYPES:
-        raise BadInput(f"unknown page type '{page_type}'; choose one of {', '.join(PAGE_TYPES)}")
-    clauses, params = [], []
-    if conversation_id:
-        if store.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
-            raise NotFound(f"no conversation '{conversation_id}' in {store.path.name}; run `tracecli ingest` first")
-        clauses.append("conversation_id = ?")
-        params.append(conversation_id)
-    if page_type:
-        clauses.append("type = ?")
-        params.append(page_type)
-    return _page_rows(store, ("WHERE " + " AND ".join(clauses)) if clauses else "", params)
-
-
-def get_page(store: Store, slug: str, conversation_id: str | None = None) -> PageInfo:
-    """One page by slug (or page id); NotFound / BadInput when missing or ambiguous."""
-    where = "WHERE (slug = ? OR id = ?)" + (" AND conversation_id = ?" if conversation_id else "")
-    params: list[Any] = [slug, slug] + ([conversation_id] if conversation_id else [])
-    pages = _page_rows(store, where, params)
-    if not pages:
-        raise NotFound(f"no wiki page '{slug}' in {store.path.name}; see `tracecli wiki list` (or run `tracecli compile-wiki`)")
-    if len(pages) > 1:
-        raise BadInput(f"page '{slug}' exists in several conversations ({', '.join(p.conversation_id for p in pages)}); "
-                       "pass --conversation")
-    return pages[0]
-
-
-def export_pages(store: Store, directory: str | Path, conversation_id: str | None = None) -> list[tuple[str, str, Path]]:
-    """Write one markdown file per page into DIR/<conversation>/<slug>.md; returns (conversation, slug, path)."""
-    pages = list_pages(store, conversation_id)
-    if not pages:
-        raise NotFound(f"{store.path.name} has no wiki pages; run `tracecli compile-wiki` first")
-    root = Path(directory)
-    if root.exists() and not root.is_dir():
-        raise BadInput(f"{root} exists and is not a directory")
-    out = []
-    for p in pages:
-        folder = root / _safe_dir(p.conversation_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{p.slug}.md"
-        path.write_text(p.markdown, encoding="utf-8")
-        out.append((p.conversation_id, p.slug, path))
-    return out
-
-
-def _safe_dir(name: str) -> str:
-    return re.sub(r"[^\w.\-]+", "_", name).strip("._") or "conversation"

@@ -1,4 +1,4 @@
-"""Query routing over the Memory Wiki (TrajWiki §3.3, App. A.5) for the `ask` stage.
+"""The read side of the Memory Wiki: query routing for `ask` (TrajWiki §3.3, App. A.5), pages for the CLI.
 
 `route_pages` ranks a conversation's pages twice — dense (cosine of the query
 vector to the page embeddings in `wiki_vectors`) and sparse (FTS5 bm25 over
@@ -7,19 +7,24 @@ by reciprocal rank fusion, RRF(p) = 1/(c + r_dense) + 1/(c + r_sparse) with
 c = 60. The index page is left out whenever other pages exist, so the
 directory never crowds out the pages it points to. `active_claims_for_pages`
 then expands the chosen pages into the current claims of their linked
-trajectories.
+trajectories. `list_pages`, `get_page` and `export_pages` serve `tracecli wiki`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import sqlite_vec
 
+from tracecli.errors import BadInput, NotFound
 from tracecli.store.db import Store
 from tracecli.text import fts_query
+from tracecli.wiki.pages import PAGE_TYPES
 
 RRF_K = 60
 
@@ -107,4 +112,85 @@ def active_claims_for_pages(store: Store, page_ids: Sequence[str]) -> list[dict[
     return out
 
 
-__all__ = ["RRF_K", "active_claims_for_pages", "route_pages"]
+# -- reading pages -------------------------------------------------------------------------------
+
+
+@dataclass
+class PageInfo:
+    """A page as `wiki list` / `wiki show` report it."""
+
+    id: str
+    conversation_id: str
+    slug: str
+    type: str
+    title: str
+    trajectories: list[str]
+    links: list[str]
+    rescue: bool
+    origin: str
+    updated_at: str
+    markdown: str = ""
+
+
+def _page_rows(store: Store, where: str, params: Sequence[Any]) -> list[PageInfo]:
+    rows = store.query(f"SELECT * FROM wiki_pages {where} ORDER BY conversation_id, "
+                       "CASE type WHEN 'index' THEN 0 WHEN 'entity' THEN 1 WHEN 'inventory' THEN 2 ELSE 3 END, rowid", params)
+    links = {}
+    for pid, tid in store.execute("SELECT page_id, trajectory_id FROM wiki_page_trajectories ORDER BY page_id, trajectory_id"):
+        links.setdefault(pid, []).append(tid)
+    return [PageInfo(r["id"], r["conversation_id"], r["slug"], r["type"], r["title"], links.get(r["id"], []),
+                     json.loads(r["links"]), bool(r["rescue"]), r["origin"], r["updated_at"], r["markdown"]) for r in rows]
+
+
+def list_pages(store: Store, conversation_id: str | None = None, page_type: str | None = None) -> list[PageInfo]:
+    """Pages of one or all conversations (index first, then entity, inventory, topic)."""
+    if page_type is not None and page_type not in PAGE_TYPES:
+        raise BadInput(f"unknown page type '{page_type}'; choose one of {', '.join(PAGE_TYPES)}")
+    clauses, params = [], []
+    if conversation_id:
+        if store.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
+            raise NotFound(f"no conversation '{conversation_id}' in {store.path.name}; run `tracecli ingest` first")
+        clauses.append("conversation_id = ?")
+        params.append(conversation_id)
+    if page_type:
+        clauses.append("type = ?")
+        params.append(page_type)
+    return _page_rows(store, ("WHERE " + " AND ".join(clauses)) if clauses else "", params)
+
+
+def get_page(store: Store, slug: str, conversation_id: str | None = None) -> PageInfo:
+    """One page by slug (or page id); NotFound / BadInput when missing or ambiguous."""
+    where = "WHERE (slug = ? OR id = ?)" + (" AND conversation_id = ?" if conversation_id else "")
+    params: list[Any] = [slug, slug] + ([conversation_id] if conversation_id else [])
+    pages = _page_rows(store, where, params)
+    if not pages:
+        raise NotFound(f"no wiki page '{slug}' in {store.path.name}; see `tracecli wiki list` (or run `tracecli compile-wiki`)")
+    if len(pages) > 1:
+        raise BadInput(f"page '{slug}' exists in several conversations ({', '.join(p.conversation_id for p in pages)}); "
+                       "pass --conversation")
+    return pages[0]
+
+
+def export_pages(store: Store, directory: str | Path, conversation_id: str | None = None) -> list[tuple[str, str, Path]]:
+    """Write one markdown file per page into DIR/<conversation>/<slug>.md; returns (conversation, slug, path)."""
+    pages = list_pages(store, conversation_id)
+    if not pages:
+        raise NotFound(f"{store.path.name} has no wiki pages; run `tracecli compile-wiki` first")
+    root = Path(directory)
+    if root.exists() and not root.is_dir():
+        raise BadInput(f"{root} exists and is not a directory")
+    out = []
+    for p in pages:
+        folder = root / _safe_dir(p.conversation_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{p.slug}.md"
+        path.write_text(p.markdown, encoding="utf-8")
+        out.append((p.conversation_id, p.slug, path))
+    return out
+
+
+def _safe_dir(name: str) -> str:
+    return re.sub(r"[^\w.\-]+", "_", name).strip("._") or "conversation"
+
+
+__all__ = ["RRF_K", "PageInfo", "active_claims_for_pages", "export_pages", "get_page", "list_pages", "route_pages"]
