@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 import typer
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from tracecli.audit import AuditReport, run_audit
+from tracecli.audit import AuditReport, _cycles, run_audit
 from tracecli.commands import audit as audit_cmd
 from tracecli.store import open_store
 
@@ -272,3 +274,29 @@ def test_empty_file_passes(tmp_path: Path) -> None:
     report = _audit(tmp_path / "empty.db")
     assert report.ok and report.conversation_ids == []
     assert {c.status for c in report.checks} <= {"ok", "skipped"}
+
+
+# -- cycle detection against a brute-force reference ------------------------------------------------
+
+
+def _has_cycle(graph: dict[str, list[str]]) -> bool:
+    """Kahn: peel off vertices without outgoing edges; a cycle is what cannot be peeled."""
+    nodes = set(graph) | {d for ds in graph.values() for d in ds}
+    out = {n: set(graph.get(n, [])) for n in nodes}
+    while True:
+        sinks = {n for n, ds in out.items() if not ds}
+        if not sinks:
+            return bool(out)
+        out = {n: ds - sinks for n, ds in out.items() if n not in sinks}
+
+
+@given(st.lists(st.tuples(st.sampled_from("abcdef"), st.sampled_from("abcdef")), max_size=10))
+def test_cycles_match_brute_force(edges: list[tuple[str, str]]) -> None:
+    graph: dict[str, list[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, []).append(b)
+    cycles = _cycles(graph)
+    assert bool(cycles) == _has_cycle(graph)
+    for cycle in cycles:
+        for x, y in zip(cycle, cycle[1:] + cycle[:1]):
+            assert y in graph[x]

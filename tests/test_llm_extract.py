@@ -99,7 +99,7 @@ def test_good_reply_becomes_grounded_events(llm_server: LLMServer, store: Store)
     assert move.quote == "I'm moving to Lisbon next month." and (move.seq, move.sentence_idx) == (0, 0)
     assert (move.event_time, move.event_time_granularity) == ("2024-04-01", "month")  # resolved by find_dates
     assert move.time_anchor == "2024-03-01T09:00:00Z" and move.speaker == "Alice"
-    assert move.provenance == "llm" and move.confidence == 0.95  # clipped
+    assert move.provenance == "llm" and move.confidence == 0.89  # clipped to 0.95, then below 0.9: no revision cue in the source
 
     sister = got["Alice's sister Clara is coming with her."]
     assert (sister.facet, sister.value, sister.participants) == ("family:sister", "Clara", ["Alice", "Clara"])

@@ -168,3 +168,14 @@ def test_route_pages_fuses_dense_and_sparse(store: Store, embedder: Any) -> None
     assert sparse_only and all(s > 0 for _, s in sparse_only)
     assert route_pages(store, "no-such-conversation", q, None) == []
     assert active_claims_for_pages(store, []) == []
+
+
+def test_claims_for_refs_gives_history(store: Store) -> None:
+    from tracecli.wiki.route import claims_for_refs
+
+    rows = claims_for_refs(store, ["s3-m6"], [CID])
+    porto = next(r for r in rows if r["text"] == "Alice is moving to Porto.")
+    assert porto["status"] == "active" and porto["history"].startswith("REVISE")
+    oslo = claims_for_refs(store, [porto["predecessor_id"] and "s1-m9"], [CID])
+    assert any(r["status"] == "deprecated" and "revised" in r["history"] for r in oslo)
+    assert claims_for_refs(store, [], [CID]) == [] and claims_for_refs(store, ["nope"], [CID]) == []

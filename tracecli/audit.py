@@ -30,7 +30,7 @@ import datetime as dt
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -770,53 +770,30 @@ def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
 
 
 def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
-    """One representative cycle per strongly connected component with a cycle (iterative Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    out: list[list[str]] = []
-    counter = 0
-    nodes = sorted(set(graph) | {d for ds in graph.values() for d in ds})
-    for root in nodes:
-        if root in index:
+    """Every cycle of `updates` edges, once each, by an iterative depth-first search."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = finished
+    found: dict[frozenset[str], list[str]] = {}
+    for root in sorted(graph):
+        if root in state:
             continue
-        work: list[tuple[str, Iterable[str]]] = [(root, iter(sorted(graph.get(root, []))))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            advanced = False
-            for child in children:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.get(child, [])))))
-                    advanced = True
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    x = stack.pop()
-                    on_stack.discard(x)
-                    comp.append(x)
-                    if x == node:
-                        break
-                if len(comp) > 1 or node in graph.get(node, []):
-                    out.append(sorted(comp))
-    return out
+        path = [root]
+        state[root] = 1
+        stack: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph.get(root, []))))]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                path.pop()
+                state[node] = 2
+            elif state.get(child) == 1:
+                cycle = path[path.index(child):]
+                found.setdefault(frozenset(cycle), cycle)
+            elif child not in state:
+                state[child] = 1
+                path.append(child)
+                stack.append((child, iter(sorted(graph.get(child, [])))))
+    return list(found.values())
 
 
 def run_audit(store: Store, conversation_id: str | None = None, settings: AuditSettings | None = None) -> AuditReport:

@@ -371,7 +371,10 @@ def plan_pages(state: State, s: PageSettings) -> list[PagePlan]:
     orphans = [t.id for t in state.trajs if t.id not in reached]
     if orphans:
         for group in shard(orphans, vectors, s.target_size, s.max_size):
-            kw = Counter(w for t in group for w in tops[t][:2])
+            kw: Counter[str] = Counter()
+            for t in group:
+                for rank, w in enumerate(tops[t]):
+                    kw[w] += len(tops[t]) - rank  # a trajectory's most telling word counts most
             words = [w for w, _ in sorted(kw.items(), key=lambda kv: (-kv[1], kv[0]))[:2]] or ["misc"]
             plans.append(PagePlan(slugify("more " + " ".join(words)), "topic", "More: " + ", ".join(words), group,
                                   rescue=True))

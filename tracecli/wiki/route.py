@@ -112,6 +112,48 @@ def active_claims_for_pages(store: Store, page_ids: Sequence[str]) -> list[dict[
     return out
 
 
+def claims_for_refs(store: Store, refs: Sequence[str], conversation_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Claims (any status) citing the given messages (source refs like 'D1:3' or message ids), with their op history.
+
+    `history` is a one-line summary ("ADD 2024-01-08 → REVISE 2024-03-12 by cl_…"),
+    `ops` the ops themselves in log order; rows are ordered by conversation and claim order.
+    """
+    if not refs or not store.has_table("claims"):
+        return []
+    convs = list(conversation_ids) or [r[0] for r in store.execute("SELECT id FROM conversations")]
+    cm, rm = ",".join("?" for _ in convs), ",".join("?" for _ in refs)
+    mids = [r[0] for r in store.execute(
+        f"SELECT id FROM messages WHERE conversation_id IN ({cm}) AND (id IN ({rm}) OR source_ref IN ({rm})) ORDER BY seq",
+        (*convs, *refs, *refs))]
+    if not mids:
+        return []
+    hit = " OR ".join("c.source_message_ids LIKE ?" for _ in mids)
+    rows = store.query(
+        f"SELECT c.* FROM claims c WHERE c.conversation_id IN ({cm}) AND ({hit}) ORDER BY c.conversation_id, c.idx",
+        (*convs, *[f'%"{m}"%' for m in mids]),
+    )
+    for r in rows:
+        ops = store.query(
+            "SELECT o.n, o.op, o.claim_id, o.target_id, o.status, o.reason, m.timestamp FROM claim_ops o "
+            "LEFT JOIN messages m ON m.id = json_extract(o.source_message_ids, '$[0]') "
+            "WHERE o.conversation_id = ? AND (o.claim_id = ? OR o.target_id = ?) ORDER BY o.n",
+            (r["conversation_id"], r["id"], r["id"]),
+        )
+        steps = []
+        for o in ops:
+            when = (o["timestamp"] or "")[:10]
+            if o["op"] == "REVISE" and o["target_id"] == r["id"]:
+                steps.append(f"revised {when} by {o['claim_id']}")
+            elif o["op"] == "DEPRECATE":
+                steps.append(f"DEPRECATE {when}")
+            else:
+                steps.append(f"{o['op']} {when}" + (f" of {o['target_id']}" if o["target_id"] else ""))
+        r["source_message_ids"] = json.loads(r["source_message_ids"])
+        r["ops"] = ops
+        r["history"] = " → ".join(steps)
+    return rows
+
+
 # -- reading pages -------------------------------------------------------------------------------
 
 
@@ -193,4 +235,5 @@ def _safe_dir(name: str) -> str:
     return re.sub(r"[^\w.\-]+", "_", name).strip("._") or "conversation"
 
 
-__all__ = ["RRF_K", "PageInfo", "active_claims_for_pages", "export_pages", "get_page", "list_pages", "route_pages"]
+__all__ = ["RRF_K", "PageInfo", "active_claims_for_pages", "claims_for_refs", "export_pages", "get_page", "list_pages",
+           "route_pages"]
