@@ -24,7 +24,7 @@ from tracecli.query.retrieve import NoteHit, hybrid_search
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
 from tracecli.store.db import Store, dumps, utc_now
-from tracecli.text import count_tokens, short_hash
+from tracecli.text import content_words, count_tokens, short_hash
 from tracecli.timeutil import parse_iso, parse_user_date
 
 
@@ -181,7 +181,7 @@ class Asker:
         best_cos = max([h.cosine for h in hits[:5]] + [0.0])
         ranked_events = self._rerank_sentences(question, qvec, ranked_events)
         answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings)
-        context, shown_paths = self._context(graph, shape, answer, paths, hits, budget, as_of_iso, relevance)
+        context, shown_paths = self._context(graph, shape, answer, paths, hits, budget, as_of_iso, relevance, question)
         if self.llm is not None and getattr(self.llm, "is_available", False):
             from tracecli.query.llm_answer import answer_with_llm
 
@@ -297,39 +297,66 @@ class Asker:
 
     # -- context (Eq. 21, 22) ------------------------------------------------------------
     def _context(self, graph: Graph, shape: QueryShape, answer: Answer, paths: list[Path], hits: Sequence[NoteHit],
-                 budget: int, as_of: str | None, relevance: dict[str, float]) -> tuple[list[ContextItem], list[PathOut]]:
+                 budget: int, as_of: str | None, relevance: dict[str, float],
+                 question: str = "") -> tuple[list[ContextItem], list[PathOut]]:
+        """C_note and C_path under the budget (Eq. 21, 22), most useful first.
+
+        The note section follows the fused note ranking; where a note's message was
+        distilled into events, the event of the sentence that matches the question
+        stands in for the whole message (same message cited, fewer words, with its
+        validity marker). Budget left unused by notes goes to paths.
+        """
         s = self.settings
         b_note = int(budget * s.note_share)
         b_path = budget - b_note
-        notes: list[ContextItem] = []
-        used_note = 0
+        qwords = set(content_words(question))
         outdated_notes = self._outdated_notes(graph, as_of)
+        answer_path: Path | None = None
+        if answer.event_ids and answer.event_ids[0] in graph.events:
+            answer_path = _answer_path(graph, answer.event_ids[0], as_of)
+            score_path(graph, answer_path, relevance, s, as_of)
+        cited: set[str] = set(answer_path.event_ids) if answer_path else set()
+        cited_msgs = {m for eid in cited for m in graph.events[eid].message_ids}
+        units: list[tuple[ContextItem, Path | None]] = []
+        used_note = 0
         for hit in hits:
-            text = hit.text if hit.rowid not in outdated_notes else f"[OUTDATED] {hit.text}"
-            cost = count_tokens(text)
-            if used_note + cost > b_note:
+            if hit.message_id in cited_msgs:
                 continue
             ref = hit.source_ref or hit.message_id
             if len(self._scope_ids) > 1:
                 ref = qualified_ref(hit.conversation_id, ref)
-            notes.append(ContextItem("note", text, [ref], round(hit.score, 6)))
+            note_text = hit.text if hit.rowid not in outdated_notes else f"[OUTDATED] {hit.text}"
+            ev = _best_sentence([graph.events[e] for e in graph.by_note.get(hit.rowid, [])], qwords)
+            item: ContextItem
+            path: Path | None = None
+            if ev is not None and ev.id not in cited:
+                path = Path([Step(ev.id)], [])
+                score_path(graph, path, relevance, s, as_of)
+                text = render_path(graph, path, as_of)
+                if count_tokens(text) < 0.8 * count_tokens(note_text):
+                    item = ContextItem("path", text, list(ev.source_refs), round(path.score, 6))
+                else:
+                    path = None
+            if path is None:
+                item = ContextItem("note", note_text, [ref], round(hit.score, 6))
+            cost = count_tokens(item.text)
+            if used_note + cost > b_note:
+                continue
+            units.append((item, path))
             used_note += cost
+            cited_msgs.add(hit.message_id)
+            if path is not None:
+                cited.update(path.event_ids)
         b_path += max(0, b_note - used_note)  # Eq. 21: freed note budget goes to paths
-        chosen: list[Path] = []
-        if answer.event_ids and answer.event_ids[0] in graph.events:
-            ap = _answer_path(graph, answer.event_ids[0], as_of)
-            score_path(graph, ap, relevance, s, as_of)
-            chosen.append(ap)
-        covered: set[str] = set(chosen[0].event_ids) if chosen else set()
+        chosen: list[Path] = [answer_path] if answer_path else []
         for p in paths:
-            if set(p.event_ids) <= covered:
+            if len(p.event_ids) < 2 or set(p.event_ids) <= cited:
                 continue
             chosen.append(p)
-            covered.update(p.event_ids)
+            cited.update(p.event_ids)
             if len(chosen) >= 12:
                 break
-        path_items: list[ContextItem] = []
-        path_outs: list[PathOut] = []
+        extra: list[tuple[ContextItem, Path]] = []
         used_path = 0
         for p in chosen:
             refs = list(dict.fromkeys(r for eid in p.event_ids for r in graph.events[eid].source_refs))
@@ -339,18 +366,20 @@ class Asker:
             cost = count_tokens(text)
             if used_path + cost > b_path:
                 continue
-            score = p.score
-            path_items.append(ContextItem("path", text, refs, round(score, 6)))
-            path_outs.append(_path_out(graph, p, as_of))
+            extra.append((ContextItem("path", text, refs, round(p.score, 6)), p))
             used_path += cost
-        # Most useful first: the answer's path, then paths and notes alternating by rank.
-        merged: list[ContextItem] = []
-        for i in range(max(len(path_items), len(notes))):
-            if i < len(path_items):
-                merged.append(path_items[i])
-            if i < len(notes):
-                merged.append(notes[i])
-        return merged, path_outs
+        # Most useful first: the answer's path, then the note section, with graph paths every third item.
+        ordered: list[tuple[ContextItem, Path | None]] = []
+        if extra and answer_path is not None and extra[0][1] is answer_path:
+            ordered.append(extra.pop(0))
+        while units or extra:
+            ordered.extend(units[:2])
+            units = units[2:]
+            if extra:
+                ordered.append(extra.pop(0))
+        context = [item for item, _ in ordered]
+        outs = [_path_out(graph, p, as_of) for item, p in ordered if p is not None]
+        return context, outs
 
     def _outdated_notes(self, graph: Graph, as_of: str | None) -> set[int]:
         out = set()
@@ -359,6 +388,13 @@ class Asker:
             if faceted and all(ev.validity_at(as_of) == 0.0 for ev in faceted):
                 out.add(rowid)
         return out
+
+
+def _best_sentence(events: Sequence[EventNode], qwords: set[str]) -> EventNode | None:
+    """The event of a message whose sentence shares the most words with the question."""
+    if not events:
+        return None
+    return max(events, key=lambda ev: (len(qwords & set(content_words(ev.quote))), -ev.sentence_idx, ev.id))
 
 
 def _answer_path(graph: Graph, event_id: str, as_of: str | None) -> Path:
