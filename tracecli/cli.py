@@ -256,9 +256,10 @@ def stats_cmd(db: DbOpt = DEFAULT_DB, as_json: JsonOpt = False) -> None:
 
 def _register_command_groups() -> None:
     """Command groups that live in tracecli/commands/ (each adds its commands to `app`)."""
-    from tracecli.commands import audit, doctor, graph
+    from tracecli.commands import audit, doctor, graph, wiki
     from tracecli.commands import eval as eval_cmd
 
+    wiki.register(app)
     doctor.register(app)
     graph.register(app)
     audit.register(app)

@@ -449,6 +449,8 @@ class RuleExtractor:
         for w, species in F.SPECIES.items():
             if re.search(rf"\b{re.escape(w)}s?\b", low):
                 ctx.last_species[speaker] = species
+        if text.startswith("[shares a photo"):
+            return []  # a photo caption describes the picture, not the speaker's state
         offer = bool(re.search(r"(?i)\bfor me\b", text))  # "gin and tonic for me and a chapman for you?"
         if len(text) < 3 or (_is_question(text) and not offer) or F.COUNTERFACTUAL.search(text):
             return []

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracecli.errors import NoAnswer, NotFound
+from tracecli.graph import facets as F
 from tracecli.graph.link import MULTI_VALUED_PREFIXES
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import content_words, short_hash
@@ -55,6 +56,8 @@ class ClaimRec:
     facet: str | None
     trajectory_id: str | None
     negated: bool = False
+    snapshot_id: str = ""
+    item: str | None = None
 
     @property
     def current(self) -> bool:
@@ -83,7 +86,7 @@ class Lifecycle:
         self.current_by_text: dict[str, str] = {}
         self.counts = LifecycleCounts()
         for r in store.execute(
-            "SELECT id, idx, text, status, event_id, subject, facet, trajectory_id, negated FROM claims "
+            "SELECT id, idx, text, status, event_id, subject, facet, trajectory_id, negated, snapshot_id, item FROM claims "
             "WHERE conversation_id = ? ORDER BY idx",
             (conversation_id,),
         ):
@@ -142,7 +145,8 @@ class Lifecycle:
              d.family, int(d.negated), d.text, status, dumps(d.source_message_ids), d.supporting_quote, d.origin,
              predecessor, utc_now()),
         )
-        rec = ClaimRec(claim_id, idx, d.text, status, d.event_id, d.subject, d.facet, trajectory_id, d.negated)
+        rec = ClaimRec(claim_id, idx, d.text, status, d.event_id, d.subject, d.facet, trajectory_id, d.negated, snapshot_id,
+                       d.item)
         self._remember(rec)
         self.counts.claims_new += 1
         return rec
@@ -242,7 +246,7 @@ class Lifecycle:
         for d in drafts:
             if contradicted:
                 d.status = "contradictory"
-            existing = self.current_by_text.get(norm_text(d.text))
+            existing = self.current_by_text.get(norm_text(d.text)) or self._alias_of(d)
             if existing is None:
                 fresh.append(d)
                 continue
@@ -283,11 +287,22 @@ class Lifecycle:
                         claim_id="cl_" + short_hash(self.cid, c, "contradicts", ev.id if ev else ""),
                         status="contradictory")
 
+    def _alias_of(self, d: ClaimDraft) -> str | None:
+        """A current claim stating the same value in other words ('Skoda Octavia' / 'the Octavia')."""
+        if not d.facet or not d.item or d.negated:
+            return None
+        for rec in sorted(self.claims.values(), key=lambda r: r.idx):
+            if (rec.current and not rec.negated and rec.subject == d.subject and rec.facet == d.facet
+                    and same_value(rec.item, d.item)):
+                return rec.id
+        return None
+
     def _one_value(self, snap: str, ev: EventRow, placed: Sequence[str], kept: set[str], drafts: Sequence[ClaimDraft]) -> None:
         """A single-valued fact has one current value: retire other positive claims the graph left standing.
 
         The graph's `updates` edges normally do this already; this catches the
         chains they leave open (a retraction that names an older value, say).
+        Claims of the same snapshot are siblings ("the Kia Niro" / "Niro"), not rivals.
         """
         if not ev.facet or ev.negated or ev.facet.startswith(MULTI_VALUED_PREFIXES) or ev.facet == "hobbies":
             return
@@ -297,7 +312,7 @@ class Lifecycle:
         mine = set(new)
         for rec in sorted(self.claims.values(), key=lambda r: r.idx):
             if (rec.current and not rec.negated and rec.id not in mine and rec.subject == ev.subject
-                    and rec.facet == ev.facet):
+                    and rec.facet == ev.facet and rec.snapshot_id != snap and not same_value(rec.item, ev.value)):
                 d = drafts[0]
                 self.deprecate(rec.id, snap, ev.id, d.source_message_ids, d.supporting_quote,
                                f"superseded: {ev.subject}'s {ev.facet} is now '{ev.value}'")
@@ -360,6 +375,14 @@ Decide whether a new memory claim replaces one of the earlier claims about the s
 REVISE (with the candidate's label, e.g. "C2") only when the new claim states a newer value
 of the same fact, so the earlier claim is no longer true. Otherwise ADD with
 selected_candidate null: extra detail, a related fact, or a repeat are ADD. Reply with JSON only."""
+
+
+def same_value(a: str | None, b: str | None) -> bool:
+    """Two values that state the same thing: equal, or one's words within the other's (as the graph's linker judges)."""
+    if not a or not b:
+        return False
+    wa, wb = set(F.normalise_value(a).split()), set(F.normalise_value(b).split())
+    return bool(wa) and bool(wb) and (wa <= wb or wb <= wa)
 
 
 def _short(text: str, n: int = 120) -> str:
