@@ -138,6 +138,10 @@ def test_outdated_note_marker(runs: dict[tuple[str, str | None, str | None, int]
     marked = 0
     for key, res in runs.items():
         for it in res.context:
+            if it.kind == "path":
+                # a note whose message was distilled into events is shown as its event, with the event's marker
+                marked += "[OUTDATED" in it.text
+                continue
             if it.kind != "note":
                 continue
             text = it.text.removeprefix("[OUTDATED] ")
