@@ -6,17 +6,16 @@ or no answer, 2 bad usage or bad input.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
 from tracecli import render
-from tracecli.errors import BadInput, TraceError
+from tracecli.errors import BadInput
 
 app = typer.Typer(
     help="State-aware memory over long conversations, in one SQLite file.\n\n"
@@ -28,31 +27,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-DbOpt = Annotated[
-    Path,
-    typer.Option("--db", envvar="TRACECLI_DB", help="The database file (env TRACECLI_DB).", show_default=True),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout (stable keys).")]
-DEFAULT_DB = Path("tracecli.db")
-
-
-def guarded(func: F) -> F:
-    """Turn library errors into one line on stderr and the right exit code."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except TraceError as exc:
-            render.error_line(str(exc))
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            render.error_line("interrupted; nothing from the unfinished step was written")
-            raise typer.Exit(130) from None
-
-    return wrapper  # type: ignore[return-value]
+from tracecli.commands.common import DEFAULT_DB, DbOpt, F, JsonOpt, guarded
 
 
 def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:

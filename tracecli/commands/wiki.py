@@ -6,43 +6,17 @@ render. `register(app)` adds the commands to the main Typer app.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
 from tracecli import render
-from tracecli.errors import TraceError
 
-F = TypeVar("F", bound=Callable[..., Any])
+from tracecli.commands.common import DEFAULT_DB, DbOpt, JsonOpt
+from tracecli.commands.common import guarded as _guarded
 
-# The same option shapes as tracecli.cli (copied: importing cli here would be circular).
-DbOpt = Annotated[
-    Path,
-    typer.Option("--db", envvar="TRACECLI_DB", help="The database file (env TRACECLI_DB).", show_default=True),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout (stable keys).")]
 ConvOpt = Annotated[str | None, typer.Option("--conversation", help="Only this conversation (default: all).")]
-DEFAULT_DB = Path("tracecli.db")
-
-
-def _guarded(func: F) -> F:
-    """Library errors → one line on stderr and their exit code (as tracecli.cli.guarded)."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except TraceError as exc:
-            render.error_line(str(exc))
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            render.error_line("interrupted; nothing from the unfinished step was written")
-            raise typer.Exit(130) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _open(db: Path) -> Any:

@@ -181,7 +181,6 @@ def slot_hits(sent: Any, text: str, *, subject: str, speaker: str, other: str | 
     """Facet hits of this sentence from cue words and typed values (see module doc)."""
     hits: list[dict[str, Any]] = []
     low = text.lower()
-    neg = bool(re.search(r"\b(not|never|no longer|don[’']t|didn[’']t|isn[’']t|aren[’']t|wasn[’']t|anymore|any more)\b", low))
 
     def add(facet: str, value: str | None, kind: str, conf: float, etype: str, negated: bool = False) -> None:
         if value:
