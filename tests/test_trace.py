@@ -135,13 +135,9 @@ def test_rerank_filters_paths_without_overlap() -> None:
     assert out[1]["trace_signals"] == {"as": 0.0, "qs": 0.5, "bonus": 0.0}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "refs are bare source_refs ('s2-m16'), which repeat across conversations; ask over all conversations cites "
-    "alice-bob-plans' s2-m16 (Khruangbin) but tracecli/query/trace.py _messages() resolves a ref to the "
-    "lowest-seq message with that ref in ANY of the answer's conversations — maya-sam-project's s2-m16 "
-    "(Hannah's washing machine). Expected the cited message (a conversation-qualified ref or lookup)"))
 def test_trace_shows_the_cited_message_when_refs_repeat_across_conversations(asker: Any, ask_store: Any) -> None:
     res = asker.ask("What is Alice's favourite band?")
-    assert res.answer == "Khruangbin" and res.source_refs == ["s2-m16"]
+    # with several conversations in scope, refs are qualified so they never collide
+    assert res.answer == "Khruangbin" and res.source_refs == [f"{ALICE}:s2-m16"]
     msg = trace_answer(ask_store, res.answer_id).messages[0]
     assert msg["conversation_id"] == ALICE and "Khruangbin" in msg["text"]
