@@ -100,20 +100,22 @@ def stats(s: Any) -> None:
 
 
 def build_results(results: list[Any]) -> None:
-    rows = []
+    rows, contents = [], []
     for r in results:
         rows.append([
-            r.conversation_id, r.extractor, f"{r.sessions_processed}/{r.sessions_total}",
-            f"{r.events_new} (+) / {r.events_total}",
-            ", ".join(f"{k} {v}" for k, v in r.events_by_type.items()),
-            ", ".join(f"{k} {v}" for k, v in r.edges_by_label.items() if k not in ("member_of", "next")),
-            r.updates, r.contradicts, f"{r.outdated_events} / {r.partial_events}",
-            f"{r.pairs_considered:,} / {r.pairs_possible:,}", r.topics, f"{r.llm_calls} ({r.llm_cache_hits} cached)",
-            f"{r.elapsed_s:.1f}s",
+            r.conversation_id, f"{r.sessions_processed}/{r.sessions_total}", f"+{r.events_new} ({r.events_total})",
+            r.updates, r.contradicts, f"{r.outdated_events}/{r.partial_events}",
+            f"{r.pairs_considered:,}/{r.pairs_possible:,}", f"{r.elapsed_s:.1f}s",
         ])
-    show(table("build-graph", ["conversation", "extractor", "sessions built", "events new/total", "events by type",
-                               "edges by label", "updates", "contradicts", "outdated / partial", "pairs considered / possible",
-                               "topics", "LLM calls", "time"], rows))
+        contents.append([
+            r.conversation_id, r.extractor, ", ".join(f"{k} {v}" for k, v in r.events_by_type.items()),
+            ", ".join(f"{k} {v}" for k, v in r.edges_by_label.items() if k not in ("member_of", "next")),
+            r.topics, f"{r.llm_calls} ({r.llm_cache_hits} cached)",
+        ])
+    show(table("build-graph", ["conversation", "sessions built", "events", "updates", "contradicts",
+                               "outdated/partial", "pairs considered/possible", "time"], rows))
+    show(table("graph contents", ["conversation", "extractor", "events by type", "edges by label", "topics",
+                                  "LLM calls"], contents))
 
 
 _MARK_STYLE = {"valid": "green", "partial": "yellow", "outdated": "red", "conflict": "magenta"}
