@@ -32,6 +32,7 @@ from tracecli.evaluate import metrics
 from tracecli.evaluate.baselines import BASELINES, depth_for, embed_questions, flat_search
 from tracecli.evaluate.judge import STAGE as JUDGE_STAGE, judge_answers
 from tracecli.evaluate.pipeline import (
+    check_run_args,
     DEFAULT_BUDGET, ProgressFn, ask_one, cost_report, ledger_mark, prepare, run_settings,
 )
 from tracecli.evaluate.results import EvalReport, ItemResult, aggregate
@@ -116,10 +117,7 @@ def run_locomo(
 ) -> EvalReport:
     """Run LoCoMo into `store` and score it; `limit` caps the questions per sample."""
     path = Path(path)
-    if budget < 20:
-        raise BadInput(f"--budget {budget} is too small; give at least 20 words")
-    if limit is not None and limit < 1:
-        raise BadInput("--limit must be 1 or more")
+    check_run_args(budget, limit)
     cats = parse_categories(categories)
     convs = parse_file(path, "locomo")
     qa = load_qa(path)

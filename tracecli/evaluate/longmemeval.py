@@ -23,6 +23,7 @@ from tracecli.evaluate import metrics
 from tracecli.evaluate.baselines import BASELINES, depth_for, embed_questions, flat_search
 from tracecli.evaluate.judge import STAGE as JUDGE_STAGE, judge_answers
 from tracecli.evaluate.pipeline import (
+    check_run_args,
     DEFAULT_BUDGET, ProgressFn, ask_one, cost_report, ledger_mark, prepare, run_settings,
 )
 from tracecli.evaluate.results import EvalReport, ItemResult, aggregate
@@ -100,10 +101,7 @@ def run_longmemeval(
 ) -> EvalReport:
     """Build each selected item's haystack into `store` and score its answer; `limit` caps the items."""
     path = Path(path)
-    if budget < 20:
-        raise BadInput(f"--budget {budget} is too small; give at least 20 words")
-    if limit is not None and limit < 1:
-        raise BadInput("--limit must be 1 or more")
+    check_run_args(budget, limit)
     questions = load_questions(path)
     skipped_abs = 0
     if not include_abstention:

@@ -73,6 +73,14 @@ class Asked:
     error: str | None = None
 
 
+def check_run_args(budget: int, limit: int | None) -> None:
+    """The checks every benchmark runner makes on its shared options."""
+    if budget < 20:
+        raise BadInput(f"--budget {budget} is too small; give at least 20 words")
+    if limit is not None and limit < 1:
+        raise BadInput("--limit must be 1 or more")
+
+
 def ledger_mark(store: Store) -> int:
     """The highest `llm_ledger` id now (rows after it belong to this run)."""
     if not store.has_table("llm_ledger"):

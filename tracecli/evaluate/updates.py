@@ -35,6 +35,7 @@ from tracecli.evaluate import metrics
 from tracecli.evaluate.baselines import embed_questions, flat_search
 from tracecli.evaluate.judge import STAGE as JUDGE_STAGE, judge_states
 from tracecli.evaluate.pipeline import (
+    check_run_args,
     DEFAULT_BUDGET, ProgressFn, ask_one, cost_report, ledger_mark, prepare, run_settings,
 )
 from tracecli.evaluate.results import EvalReport, ItemResult, aggregate
@@ -260,10 +261,7 @@ def run_updates(
     progress: ProgressFn | None = None,
 ) -> EvalReport:
     """Build the conversations into `store`, ask every question, score valid / leakage / net."""
-    if budget < 20:
-        raise BadInput(f"--budget {budget} is too small; give at least 20 words")
-    if limit is not None and limit < 1:
-        raise BadInput("--limit must be 1 or more")
+    check_run_args(budget, limit)
     data = load_updates(path, questions=questions, conversations=conversations)
     qs = data.questions[:limit] if limit else data.questions
     used = {q.conversation_id for q in qs}
