@@ -32,8 +32,9 @@ from tracecli.evaluate import metrics
 from tracecli.evaluate.baselines import BASELINES, depth_for, embed_questions, flat_search
 from tracecli.evaluate.judge import STAGE as JUDGE_STAGE, judge_answers
 from tracecli.evaluate.pipeline import (
+    ask_all,
     check_run_args,
-    DEFAULT_BUDGET, ProgressFn, ask_one, cost_report, ledger_mark, prepare, run_settings,
+    DEFAULT_BUDGET, ProgressFn, cost_report, ledger_mark, prepare, run_settings,
 )
 from tracecli.evaluate.results import EvalReport, ItemResult, aggregate
 from tracecli.ingest.formats import load_document, parse_file, read_text
@@ -137,30 +138,17 @@ def run_locomo(
     mark = ledger_mark(store)
     build = prepare(store, [(path, convs)], embedder=embedder, llm=llm, progress=progress)
 
-    from tracecli.query.ask import Asker
-
-    asker = Asker(store, embedder=embedder, llm=llm)
-    items: list[ItemResult] = []
-    latencies: list[float] = []
-    words: list[float] = []
-    t_ask = time.perf_counter()
-    for n, q in enumerate(questions, 1):
-        asked = ask_one(asker, q.question, q.sample_id, budget=budget)
-        cut = metrics.cut_at_budget(asked.context, budget)
+    def make_item(q: LocomoQA, asked: Any, cut: Any) -> tuple[ItemResult, dict[str, float | None]]:
         item = ItemResult(
             id=q.id, conversation_id=q.sample_id, question=q.question, gold=q.answer,
             groups={"category": category_name(q.category)}, evidence=q.evidence, answer_id=asked.answer_id,
             latency_ms=round(asked.latency_ms, 2), error=asked.error,
         )
-        item.answers["tracecli"] = asked.answer
-        item.cited["tracecli"] = list(cut.cited)
-        item.scores["tracecli"] = _scores(q, asked.answer, asked.abstained, cut)
-        items.append(item)
-        latencies.append(asked.latency_ms)
-        words.append(float(cut.words))
-        if progress:
-            progress("ask", n, len(questions))
-    ask_seconds = time.perf_counter() - t_ask
+        return item, _scores(q, asked.answer, asked.abstained, cut)
+
+    run = ask_all(store, questions, embedder=embedder, llm=llm, budget=budget, progress=progress,
+                  ask_args=lambda q: (q.question, q.sample_id, None), make_item=make_item)
+    items, latencies, words, ask_seconds = run.items, run.latencies, run.words, run.seconds
 
     extra_times: dict[str, float] = {}
     systems = ["tracecli"]

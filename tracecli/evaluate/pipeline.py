@@ -171,6 +171,42 @@ def ask_one(asker: Any, question: str, conversation_id: str | None, *, as_of: st
     return Asked(res.answer, bool(res.abstained), res.answer_id, context, latency)
 
 
+@dataclass
+class AskRun:
+    """What asking every question of a benchmark produced."""
+
+    items: list[Any]
+    latencies: list[float]
+    words: list[float]
+    seconds: float
+
+
+def ask_all(store: Store, questions: Sequence[Any], *, embedder: Any, llm: Any, budget: int,
+            progress: ProgressFn | None, ask_args: Callable[[Any], tuple[str, str | None, str | None]],
+            make_item: Callable[[Any, Asked, Any], tuple[Any, dict[str, float | None]]]) -> AskRun:
+    """Ask every question through one `Asker`; `make_item` turns (question, answer, cut context) into (row, scores)."""
+    from tracecli.query.ask import Asker
+
+    asker = Asker(store, embedder=embedder, llm=llm)
+    run = AskRun([], [], [], 0.0)
+    t_ask = time.perf_counter()
+    for n, q in enumerate(questions, 1):
+        text, conversation_id, as_of = ask_args(q)
+        asked = ask_one(asker, text, conversation_id, as_of=as_of, budget=budget)
+        cut = metrics.cut_at_budget(asked.context, budget)
+        item, scores = make_item(q, asked, cut)
+        item.answers["tracecli"] = asked.answer
+        item.cited["tracecli"] = list(cut.cited)
+        item.scores["tracecli"] = scores
+        run.items.append(item)
+        run.latencies.append(asked.latency_ms)
+        run.words.append(float(cut.words))
+        if progress:
+            progress("ask", n, len(questions))
+    run.seconds = time.perf_counter() - t_ask
+    return run
+
+
 def cost_report(build: BuildRun, store: Store, mark: int, latencies: Sequence[float],
                 context_words: Sequence[float], ask_seconds: float, extra: dict[str, float] | None = None) -> CostReport:
     """Stage times plus the ledger rows since `mark`, ask latency percentiles and context size."""
@@ -241,6 +277,6 @@ def run_settings(*, benchmark: str, file: str, budget: int, embedder: Any, llm: 
 
 
 __all__ = [
-    "Asked", "BuildRun", "CostReport", "DEFAULT_BUDGET", "ProgressFn", "StageCost", "ask_one", "cost_report",
+    "AskRun", "Asked", "BuildRun", "ask_all", "CostReport", "DEFAULT_BUDGET", "ProgressFn", "StageCost", "ask_one", "cost_report",
     "git_commit", "ledger_mark", "ledger_since", "prepare", "run_settings", "wiki_available",
 ]
