@@ -426,3 +426,41 @@ def m005_wiki(db: Database) -> None:
         "CREATE VIRTUAL TABLE wiki_fts USING fts5("
         "title, body, keywords, conversation_id UNINDEXED, tokenize = 'porter unicode61')"
     )
+
+
+@migrations(name="m006_lifecycle")
+def m006_lifecycle(db: Database) -> None:
+    """Namespaces in the LLM cache, the forget log, and a sanctioned erasure path.
+
+    `llm_cache` rows record the namespace and conversations whose text the prompt
+    carried, so a cached reply is never served across namespaces and `forget`
+    can drop every reply built from forgotten text. `forget_log` keeps deletion
+    receipts (ids and counts only, never the forgotten text).
+
+    Claims and their op log stay append-only for every writer except `forget`:
+    the triggers now let a DELETE through only while the `erasing` row exists
+    in `meta`, which `tracecli.forget` sets and clears inside its own transaction.
+    """
+    db.execute("ALTER TABLE llm_cache ADD COLUMN namespace TEXT")
+    db.execute("ALTER TABLE llm_cache ADD COLUMN conversation_ids TEXT NOT NULL DEFAULT '[]'")
+    db.execute(
+        """
+        CREATE TABLE forget_log (
+            id TEXT PRIMARY KEY,
+            target_kind TEXT NOT NULL,
+            target TEXT NOT NULL,
+            namespace TEXT,
+            conversation_ids TEXT NOT NULL DEFAULT '[]',
+            message_ids TEXT NOT NULL DEFAULT '[]',
+            counts TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+    for name, table in (("claim_ops_no_delete", "claim_ops"), ("claims_no_delete", "claims")):
+        db.execute(f"DROP TRIGGER {name}")
+        db.execute(
+            f"CREATE TRIGGER {name} BEFORE DELETE ON {table} "
+            "WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = 'erasing') "
+            f"BEGIN SELECT RAISE(ABORT, '{table} are only removed by tracecli forget'); END"
+        )
