@@ -19,6 +19,7 @@ by group (each one `ok`, `warning`, `error` or `skipped` with the reason):
   (a REVISE has a matching `updates` edge, else it is listed as a disagreement).
 * answers — stored answers reference conversations, messages and events that
   still exist.
+* storage.forgotten — no row names a message that `tracecli forget` removed.
 
 The review queue lists unresolved `contradicts` edges and low-confidence
 `updates` edges with both quotes, for a person to look at.
@@ -34,8 +35,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracecli.errors import NotFound
 from tracecli.graph.validity import INVALIDATED_BY_UPDATE, propagate
+from tracecli.scope import resolve_scope
 from tracecli.store.db import Store
 from tracecli.store.migrations import migrations
 from tracecli.timeutil import parse_iso
@@ -702,6 +703,16 @@ class _Auditor:
                 chk.warn(f"answer {aid} shows event(s) the graph no longer has (rebuilt since?): {', '.join(lost[:5])}",
                          cids[0] if cids else None, [aid, *lost[:5]])
 
+    def forgotten(self, chk: _Check) -> None:
+        """No row still names a message `tracecli forget` removed (the forget log keeps ids, never text)."""
+        from tracecli.forget import forgotten_references
+
+        if not self.has("forget_log"):
+            raise _Skip("no forget log in this file")
+        chk.checked = int(self.store.execute("SELECT COUNT(*) FROM forget_log").fetchone()[0])
+        for fid, table, row in forgotten_references(self.store):
+            chk.error(f"{table} row {row} still references a message forgotten by {fid}", refs=[fid, row])
+
     # -- review queue ----------------------------------------------------------------------
     def build_review(self) -> None:
         events = self._events()
@@ -796,16 +807,20 @@ def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
     return list(found.values())
 
 
-def run_audit(store: Store, conversation_id: str | None = None, settings: AuditSettings | None = None) -> AuditReport:
-    """Run every check over the file (or one conversation) and gather the review queue."""
+def run_audit(store: Store, conversation_id: str | None = None, settings: AuditSettings | None = None,
+              namespace: str | None = None) -> AuditReport:
+    """Run every check over the file (or one conversation) and gather the review queue.
+
+    With `namespace` (the CLI always gives one), findings are limited to that
+    namespace's conversations; file-level checks (integrity, schema) still run.
+    """
     settings = settings or AuditSettings()
-    if conversation_id:
-        if store.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
-            raise NotFound(f"no conversation '{conversation_id}' in {store.path.name}; run `tracecli ingest` first")
-        cids = [conversation_id]
+    every = [r[0] for r in store.execute("SELECT id FROM conversations ORDER BY id")]
+    if conversation_id or (namespace is not None and every):
+        cids = list(resolve_scope(store, namespace, conversation_id).conversation_ids)
     else:
-        cids = [r[0] for r in store.execute("SELECT id FROM conversations ORDER BY id")]
-    a = _Auditor(store, cids, settings, scoped=conversation_id is not None)
+        cids = every
+    a = _Auditor(store, cids, settings, scoped=conversation_id is not None or cids != every)
     a.run("storage", "integrity", a.integrity)
     a.run("storage", "foreign_keys", a.foreign_keys)
     a.run("storage", "schema", a.schema)
@@ -825,6 +840,7 @@ def run_audit(store: Store, conversation_id: str | None = None, settings: AuditS
     a.run("wiki", "citations", a.citations)
     a.run("wiki", "coverage", a.coverage)
     a.run("answers", "references", a.answers)
+    a.run("storage", "forgotten", a.forgotten)
     a.build_review()
     errors = sum(c.errors for c in a.results)
     warnings = sum(c.warnings for c in a.results)

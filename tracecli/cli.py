@@ -27,7 +27,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-from tracecli.commands.common import DEFAULT_DB, DbOpt, F, JsonOpt, guarded
+from tracecli.commands.common import DEFAULT_DB, DEFAULT_NAMESPACE, DbOpt, F, JsonOpt, NamespaceOpt, guarded
 
 
 def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
@@ -54,7 +54,7 @@ def ingest_cmd(
     files: Annotated[list[Path], typer.Argument(help="Input files (native JSON, LoCoMo, LongMemEval, ChatGPT export, JSONL).", show_default=False)],
     fmt: Annotated[str, typer.Option("--format", help="auto|native|locomo|longmemeval|chatgpt|jsonl")] = "auto",
     conversation: Annotated[str | None, typer.Option("--conversation", help="Conversation id to store under (one file only).")] = None,
-    namespace: Annotated[str | None, typer.Option("--namespace", help="Namespace (user/agent) of the conversations.")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", envvar="TRACECLI_NAMESPACE", help="Namespace (user/agent) to store the conversations in; overrides the file's 'namespace' field (default: that field, else 'default'; env TRACECLI_NAMESPACE).")] = None,
     gap_hours: Annotated[float, typer.Option("--gap-hours", help="Flat message lists: start a new session after this many hours of silence.")] = 4.0,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
@@ -111,10 +111,11 @@ def _chat_model(store: Any, no_cache: bool = False) -> Any:
 
 @command("build-graph")
 def build_graph_cmd(
-    conversation: Annotated[str | None, typer.Option("--conversation", help="Only this conversation (default: all).")] = None,
+    conversation: Annotated[str | None, typer.Option("--conversation", help="Only this conversation (default: all of the namespace).")] = None,
     extractor: Annotated[str, typer.Option("--extractor", help="auto (LLM when configured, else rules) | rules | llm")] = "auto",
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Drop this conversation's graph and build it again.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached LLM replies.")] = False,
+    namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
@@ -138,7 +139,8 @@ def build_graph_cmd(
             if bar and task is not None:
                 bar.update(task, completed=done, total=total)
 
-        results = build_graph(store, conversation, extractor=extractor, rebuild=rebuild, llm=llm, progress=progress)
+        results = build_graph(store, conversation, extractor=extractor, rebuild=rebuild, llm=llm, progress=progress,
+                              namespace=namespace)
     finally:
         if bar:
             bar.stop()
@@ -152,17 +154,20 @@ def build_graph_cmd(
 @command("ask")
 def ask_cmd(
     question: Annotated[str | None, typer.Argument(help="The question, e.g. \"Where is Alice moving?\"", show_default=False)] = None,
-    conversation: Annotated[str | None, typer.Option("--conversation", help="Ask about this conversation (default: all).")] = None,
+    conversation: Annotated[str | None, typer.Option("--conversation", help="Ask about this conversation (default: all of the namespace).")] = None,
     as_of: Annotated[str | None, typer.Option("--as-of", help="Answer from the state valid at this date (e.g. 2024-03-01).")] = None,
     budget: Annotated[int | None, typer.Option("--budget", help="Context budget in tokens (whitespace words).")] = None,
     batch: Annotated[Path | None, typer.Option("--batch", help="JSONL file: one {question, conversation?, as_of?} per line; prints one answer per line.")] = None,
+    namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from the current state (or --as-of a date), citing the messages behind it.
 
     Superseded facts appear only marked [OUTDATED] and never answer a question
-    about now. Exit 1 when there is not enough evidence to answer.
+    about now. Only the namespace's conversations are searched (default
+    'default'); a --conversation of another namespace is an error. Exit 1 when
+    there is not enough evidence to answer.
     """
     from tracecli.query.batch import read_batch
     from tracecli.query.ask import Asker
@@ -177,10 +182,10 @@ def ask_cmd(
         if items is not None:
             for item in items:
                 res = asker.ask(item.question, conversation_id=item.conversation or conversation,
-                                as_of=item.as_of or as_of, budget=budget)
+                                as_of=item.as_of or as_of, budget=budget, namespace=namespace)
                 render.emit_json_line(res)
             return
-        result = asker.ask(question or "", conversation_id=conversation, as_of=as_of, budget=budget)
+        result = asker.ask(question or "", conversation_id=conversation, as_of=as_of, budget=budget, namespace=namespace)
     finally:
         store.close()
     if as_json:
@@ -194,16 +199,20 @@ def ask_cmd(
 @command("trace")
 def trace_cmd(
     answer_id: Annotated[str, typer.Argument(help="The answer id that `tracecli ask` printed (ans_…).", show_default=False)],
+    namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replay an answer: its evidence paths with relation labels and validity markers, events, claims, messages."""
+    """Replay an answer: its evidence paths with relation labels and validity markers, events, claims, messages.
+
+    Only answers asked in the same namespace are found.
+    """
     from tracecli.query.trace import trace_answer
     from tracecli.store import open_store
 
     store = open_store(db, create=False)
     try:
-        result = trace_answer(store, answer_id)
+        result = trace_answer(store, answer_id, namespace=namespace)
     finally:
         store.close()
     if as_json:
@@ -231,7 +240,7 @@ def stats_cmd(db: DbOpt = DEFAULT_DB, as_json: JsonOpt = False) -> None:
 
 def _register_command_groups() -> None:
     """Command groups that live in tracecli/commands/ (each adds its commands to `app`)."""
-    from tracecli.commands import audit, doctor, graph, wiki
+    from tracecli.commands import audit, doctor, forget, graph, wiki
     from tracecli.commands import eval as eval_cmd
 
     wiki.register(app)
@@ -239,6 +248,10 @@ def _register_command_groups() -> None:
     graph.register(app)
     audit.register(app)
     eval_cmd.register(app)
+    forget.register(app)
+    from tracecli.commands import transfer
+
+    transfer.register(app)
 
 
 _register_command_groups()

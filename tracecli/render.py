@@ -177,3 +177,26 @@ def trace_result(r: Any) -> None:
         show(table("source messages", ["ref", "speaker", "date", "text"],
                    [[m.get("source_ref") or m.get("id"), m.get("speaker", ""), (m.get("timestamp") or "")[:10],
                      m.get("text", "(forgotten or missing)")] for m in r.messages]))
+
+
+def forget_receipt(r: Any) -> None:
+    """The deletion receipt: what went, per table, and what was compiled again."""
+    head = "forget (dry run: nothing was changed)" if r.dry_run else f"forget receipt {r.id}"
+    ids = ", ".join(r.message_ids[:8]) + (f" … (+{len(r.message_ids) - 8})" if len(r.message_ids) > 8 else "")
+    facts = [
+        ["target", f"{r.kind} {', '.join(r.targets)}"],
+        ["messages", f"{len(r.message_ids)}: {ids}"],
+        ["conversations touched", ", ".join(r.conversation_ids)],
+        ["conversations removed", ", ".join(r.conversations_removed) or "none"],
+        ["sessions removed", len(r.sessions_removed)],
+        ["wiki compiled again" if not r.dry_run else "wiki to compile again", ", ".join(r.wiki_recompiled) or "none"],
+        ["file vacuumed", "yes" if r.vacuumed else "no"],
+        ["at", f"{r.created_at} ({r.elapsed_s:.2f}s)"],
+    ]
+    rows = [[c.table, c.removed, c.added or ""] for c in r.counts if c.removed or c.added]
+    show(table(head, ["", ""], facts), table("rows per table", ["table", "removed", "re-derived"], rows))
+
+
+def transfer_counts(title: str, tables: list[Any]) -> None:
+    """Rows per table that an export wrote or an import inserted."""
+    show(table(title, ["table", "rows"], [[t.table, t.rows] for t in tables]))

@@ -64,10 +64,12 @@ def register(app: typer.Typer) -> None:
         return
     from tracecli import render
     from tracecli.cli import DEFAULT_DB, DbOpt, JsonOpt, guarded
+    from tracecli.commands.common import DEFAULT_NAMESPACE, NamespaceOpt
 
     def audit_cmd(
-        conversation: Annotated[Optional[str], typer.Option("--conversation", help="Only this conversation (default: all).", show_default=False)] = None,
+        conversation: Annotated[Optional[str], typer.Option("--conversation", help="Only this conversation (default: all of the namespace).", show_default=False)] = None,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any check reports an error (for CI).")] = False,
+        namespace: NamespaceOpt = DEFAULT_NAMESPACE,
         db: DbOpt = DEFAULT_DB,
         as_json: JsonOpt = False,
     ) -> None:
@@ -81,7 +83,8 @@ def register(app: typer.Typer) -> None:
         the op log is append-only and ordered, page citations resolve, no
         trajectory is reachable only from the index. The review queue lists
         unresolved contradictions and low-confidence updates with both quotes.
-        Changes nothing; exit 1 with --strict when there is an error.
+        Findings cover the namespace's conversations only (file-level checks
+        still run). Changes nothing; exit 1 with --strict when there is an error.
         """
         from tracecli.audit import run_audit
         from tracecli.errors import CheckFailed
@@ -89,7 +92,7 @@ def register(app: typer.Typer) -> None:
 
         store = open_store(db, create=False)
         try:
-            report = run_audit(store, conversation)
+            report = run_audit(store, conversation, namespace=namespace)
         finally:
             store.close()
         if as_json:

@@ -20,6 +20,15 @@ DbOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout (stable keys).")]
 DEFAULT_DB = Path("tracecli.db")
+# Kept in step with tracecli.scope (not imported here, so `--help` stays light).
+DEFAULT_NAMESPACE = "default"
+NamespaceOpt = Annotated[
+    str,
+    typer.Option(
+        "--namespace", envvar="TRACECLI_NAMESPACE", show_default=True,
+        help="Work in this namespace (user or agent) only; nothing of another namespace is read (env TRACECLI_NAMESPACE).",
+    ),
+]
 
 
 def guarded(func: F) -> F:

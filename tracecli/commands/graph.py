@@ -92,6 +92,7 @@ def register(app: typer.Typer) -> None:
         return
     from tracecli import render
     from tracecli.cli import DEFAULT_DB, DbOpt, JsonOpt, guarded
+    from tracecli.commands.common import DEFAULT_NAMESPACE, NamespaceOpt
 
     group = typer.Typer(
         name=GROUP_NAME,
@@ -104,6 +105,7 @@ def register(app: typer.Typer) -> None:
 
     def show_cmd(
         event_id: Annotated[str, typer.Argument(help="The event id (ev_…), e.g. from `tracecli trace` or `graph export`.", show_default=False)],
+        namespace: NamespaceOpt = DEFAULT_NAMESPACE,
         db: DbOpt = DEFAULT_DB,
         as_json: JsonOpt = False,
     ) -> None:
@@ -111,14 +113,15 @@ def register(app: typer.Typer) -> None:
 
         Each edge shows its relation label, confidence, justification and
         invalidation time, and the validity marker (valid / partial / outdated)
-        of the event at the other end. Exit 2 for an unknown event id.
+        of the event at the other end. Exit 2 for an unknown event id or one of
+        another namespace.
         """
         from tracecli.graph.inspect import event_detail
         from tracecli.store import open_store
 
         store = open_store(db, create=False)
         try:
-            detail = event_detail(store, event_id)
+            detail = event_detail(store, event_id, namespace=namespace)
         finally:
             store.close()
         if as_json:
@@ -128,8 +131,9 @@ def register(app: typer.Typer) -> None:
 
     def export_cmd(
         fmt: Annotated[str, typer.Option("--format", help="json | graphml (networkx, Gephi, yEd) | dot (Graphviz)")] = "json",
-        conversation: Annotated[Optional[str], typer.Option("--conversation", help="Only this conversation (default: every built one).")] = None,
+        conversation: Annotated[Optional[str], typer.Option("--conversation", help="Only this conversation (default: every built one of the namespace).")] = None,
         out: Annotated[Optional[Path], typer.Option("--out", help="Write to this file instead of stdout.", dir_okay=False)] = None,
+        namespace: NamespaceOpt = DEFAULT_NAMESPACE,
         db: DbOpt = DEFAULT_DB,
     ) -> None:
         """Export the evidence graph: event, session and topic vertices and every edge.
@@ -148,7 +152,7 @@ def register(app: typer.Typer) -> None:
             raise BadInput(f"unknown export format '{fmt}'; choose one of {', '.join(EXPORT_FORMATS)}")
         store = open_store(db, create=False)
         try:
-            export = export_graph(store, conversation)
+            export = export_graph(store, conversation, namespace=namespace)
         finally:
             store.close()
         text = serialise(export, fmt)

@@ -13,10 +13,10 @@ import typer
 
 from tracecli import render
 
-from tracecli.commands.common import DEFAULT_DB, DbOpt, JsonOpt
+from tracecli.commands.common import DEFAULT_DB, DEFAULT_NAMESPACE, DbOpt, JsonOpt, NamespaceOpt
 from tracecli.commands.common import guarded as _guarded
 
-ConvOpt = Annotated[str | None, typer.Option("--conversation", help="Only this conversation (default: all).")]
+ConvOpt = Annotated[str | None, typer.Option("--conversation", help="Only this conversation (default: all of the namespace).")]
 
 
 def _open(db: Path) -> Any:
@@ -31,6 +31,7 @@ def _open(db: Path) -> Any:
 def compile_wiki_cmd(
     conversation: ConvOpt = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached LLM replies.")] = False,
+    namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
@@ -56,7 +57,7 @@ def compile_wiki_cmd(
             if bar and task is not None:
                 bar.update(task, completed=done, total=total)
 
-        results = compile_wiki(store, conversation, llm=llm, progress=progress)
+        results = compile_wiki(store, conversation, llm=llm, progress=progress, namespace=namespace)
     finally:
         if bar:
             bar.stop()
@@ -105,6 +106,7 @@ def _page_json(p: Any, markdown: bool = False) -> dict[str, Any]:
 def wiki_list_cmd(
     conversation: ConvOpt = None,
     page_type: Annotated[str | None, typer.Option("--type", help="Only pages of this type: index|entity|inventory|topic.")] = None,
+    namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
@@ -113,7 +115,7 @@ def wiki_list_cmd(
 
     store = _open(db)
     try:
-        pages = list_pages(store, conversation, page_type)
+        pages = list_pages(store, conversation, page_type, namespace=namespace)
     finally:
         store.close()
     if as_json:
@@ -130,6 +132,7 @@ def wiki_list_cmd(
 def wiki_show_cmd(
     slug: Annotated[str, typer.Argument(help="The page's slug (see `tracecli wiki list`) or id.", show_default=False)],
     conversation: ConvOpt = None,
+    namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
@@ -141,7 +144,7 @@ def wiki_show_cmd(
 
     store = _open(db)
     try:
-        page = get_page(store, slug, conversation)
+        page = get_page(store, slug, conversation, namespace=namespace)
     finally:
         store.close()
     if as_json:
@@ -156,6 +159,7 @@ def wiki_show_cmd(
 def wiki_export_cmd(
     directory: Annotated[Path, typer.Argument(help="Where to write DIR/<conversation>/<slug>.md.", show_default=False)],
     conversation: ConvOpt = None,
+    namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
@@ -164,7 +168,7 @@ def wiki_export_cmd(
 
     store = _open(db)
     try:
-        written = export_pages(store, directory, conversation)
+        written = export_pages(store, directory, conversation, namespace=namespace)
     finally:
         store.close()
     if as_json:
@@ -188,6 +192,7 @@ claims_app = typer.Typer(help="Inspect claims: the ADD → REVISE → DEPRECATE 
 def claims_history_cmd(
     query: Annotated[str, typer.Argument(help="A claim id (or id prefix, cl_…) or words the claims contain.", show_default=False)],
     conversation: ConvOpt = None,
+    namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
@@ -196,7 +201,7 @@ def claims_history_cmd(
 
     store = _open(db)
     try:
-        chains = claim_history(store, query, conversation)
+        chains = claim_history(store, query, conversation, namespace=namespace)
     finally:
         store.close()
     if as_json:

@@ -20,6 +20,7 @@ from typing import Any
 
 from tracecli.errors import ProviderError
 from tracecli.providers.llm import LLMRequest
+from tracecli.scope import Scope, llm_scope
 
 STAGE = "eval-judge"
 DEFAULT_RUNS = 3
@@ -103,15 +104,17 @@ def state_messages(question: str, current: str, outdated: Sequence[str], answer:
     return [{"role": "system", "content": _STATE_SYSTEM}, {"role": "user", "content": user}]
 
 
-def _run(model: Any, prompts: list[list[list[dict[str, str]]]], schema: dict[str, Any], runs: int) -> JudgeRun:
-    """Send every pass of every item; average labels per item."""
+def _run(model: Any, prompts: list[list[list[dict[str, str]]]], schema: dict[str, Any], runs: int,
+         scope: Scope | None = None) -> JudgeRun:
+    """Send every pass of every item (cached under `scope`: the answers come from its conversations); average labels."""
     out = JudgeRun(model=getattr(model, "id", "?"), runs=runs, verdicts=[Verdicts() for _ in prompts])
     if model is None or not getattr(model, "is_available", False):
         out.error = "no LLM configured: set TRACECLI_LLM_URL and TRACECLI_LLM_MODEL to use --judge"
         return out
     requests = [LLMRequest(msgs, schema, STAGE) for item in prompts for msgs in item]
     try:
-        results = model.complete_many(requests, stage=STAGE)
+        with llm_scope(model, scope):
+            results = model.complete_many(requests, stage=STAGE)
     except ProviderError as exc:
         out.error = str(exc)
         return out
@@ -129,20 +132,22 @@ def _run(model: Any, prompts: list[list[list[dict[str, str]]]], schema: dict[str
     return out
 
 
-def judge_answers(model: Any, items: Sequence[tuple[str, str, str]], runs: int = DEFAULT_RUNS) -> JudgeRun:
+def judge_answers(model: Any, items: Sequence[tuple[str, str, str]], runs: int = DEFAULT_RUNS,
+                  scope: Scope | None = None) -> JudgeRun:
     """CORRECT/WRONG for each (question, gold, answer), `runs` passes averaged (1.0 = always CORRECT)."""
     prompts = [[judge_messages(q, g, a, r, runs) for r in range(1, runs + 1)] for q, g, a in items]
-    out = _run(model, prompts, JUDGE_SCHEMA, runs)
+    out = _run(model, prompts, JUDGE_SCHEMA, runs, scope)
     for v in out.verdicts:
         if v.labels:
             v.score = sum(1.0 for lab in v.labels if lab == "CORRECT") / len(v.labels)
     return out
 
 
-def judge_states(model: Any, items: Sequence[tuple[str, str, Sequence[str], str]], runs: int = DEFAULT_RUNS) -> JudgeRun:
+def judge_states(model: Any, items: Sequence[tuple[str, str, Sequence[str], str]], runs: int = DEFAULT_RUNS,
+                 scope: Scope | None = None) -> JudgeRun:
     """CURRENT/OUTDATED/WRONG for each (question, current, superseded, answer); score = valid rate, leak = outdated rate."""
     prompts = [[state_messages(q, c, o, a, r, runs) for r in range(1, runs + 1)] for q, c, o, a in items]
-    out = _run(model, prompts, STATE_SCHEMA, runs)
+    out = _run(model, prompts, STATE_SCHEMA, runs, scope)
     for v in out.verdicts:
         if v.labels:
             v.score = sum(1.0 for lab in v.labels if lab == "CURRENT") / len(v.labels)

@@ -170,7 +170,10 @@ def run_locomo(
     judge_id = None
     if judge:
         t = time.perf_counter()
-        run = judge_answers(judge_model, [(q.question, q.answer, it.answers["tracecli"]) for q, it in zip(questions, items)])
+        from tracecli.scope import scope_of
+
+        run = judge_answers(judge_model, [(q.question, q.answer, it.answers["tracecli"]) for q, it in zip(questions, items)],
+                            scope=scope_of(store, build.conversation_ids))
         judge_id = run.model
         for it, v in zip(items, run.verdicts):
             it.scores["tracecli"]["judge"] = v.score

@@ -300,10 +300,12 @@ def run_updates(
     notes: list[str] = []
     judge_id = None
     if use_judge:
+        from tracecli.scope import scope_of
+
         t = time.perf_counter()
         for system in systems:
             run = judge_states(judge_model, [(q.question, q.current, q.superseded, it.answers[system])
-                                             for q, it in zip(qs, items)])
+                                             for q, it in zip(qs, items)], scope=scope_of(store, build.conversation_ids))
             judge_id = run.model
             if run.error:
                 notes.append(f"judge ({system}): {run.error}; containment scores kept")

@@ -14,11 +14,12 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tracecli.errors import BadInput, NotFound
+from tracecli.errors import BadInput
 from tracecli.graph.extract import EventOut, MessageIn, RuleExtractor
 from tracecli.graph.hierarchy import TopicSettings, assign_topics
 from tracecli.graph.link import EdgeRec, EventRec, GateStats, LinkSettings, before_edges, causal_edges, evolution_edges
 from tracecli.graph.validity import apply_validity
+from tracecli.scope import llm_scope, resolve_scope, scope_of
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import short_hash
 
@@ -51,17 +52,9 @@ class BuildResult:
     elapsed_s: float = 0.0
 
 
-def conversation_ids(store: Store, conversation_id: str | None) -> list[str]:
-    """The conversations to work on, or NotFound with what to do."""
-    if conversation_id:
-        row = store.execute("SELECT id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
-        if row is None:
-            raise NotFound(f"no conversation '{conversation_id}' in {store.path.name}; run `tracecli ingest` first")
-        return [conversation_id]
-    ids = [r[0] for r in store.execute("SELECT id FROM conversations ORDER BY id")]
-    if not ids:
-        raise NotFound(f"{store.path.name} holds no conversations; run `tracecli ingest FILE` first")
-    return ids
+def conversation_ids(store: Store, conversation_id: str | None, namespace: str | None = None) -> list[str]:
+    """The conversations to work on (one, or all of the namespace), or NotFound with what to do."""
+    return list(resolve_scope(store, namespace, conversation_id).conversation_ids)
 
 
 def _clear(store: Store, cid: str) -> None:
@@ -155,8 +148,9 @@ def build_graph(
     link_settings: LinkSettings | None = None,
     topic_settings: TopicSettings | None = None,
     progress: ProgressFn | None = None,
+    namespace: str | None = None,
 ) -> list[BuildResult]:
-    """Build (or extend) the evidence graph of one or all conversations."""
+    """Build (or extend) the evidence graph of one conversation or all of a namespace's (see `tracecli.scope`)."""
     if extractor not in EXTRACTORS:
         raise BadInput(f"unknown extractor '{extractor}'; choose one of {', '.join(EXTRACTORS)}")
     link_settings = link_settings or LinkSettings()
@@ -165,8 +159,9 @@ def build_graph(
     if extractor == "llm" and (llm is None or not getattr(llm, "is_available", False)):
         raise BadInput("--extractor llm needs an LLM endpoint: set TRACECLI_LLM_URL and TRACECLI_LLM_MODEL")
     results = []
-    for cid in conversation_ids(store, conversation_id):
-        results.append(_build_one(store, cid, use_llm, llm, rebuild, link_settings, topic_settings, progress))
+    for cid in conversation_ids(store, conversation_id, namespace):
+        with llm_scope(llm, scope_of(store, [cid])):  # the prompts carry this conversation's text only
+            results.append(_build_one(store, cid, use_llm, llm, rebuild, link_settings, topic_settings, progress))
     return results
 
 
@@ -247,6 +242,17 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: object | None, rebuil
     result.llm_fallbacks = ledger_after[2] - ledger_before[2]
     result.elapsed_s = round(time.perf_counter() - started, 3)
     return result
+
+
+def relink(store: Store, cid: str) -> None:
+    """Recompute one conversation's `updates`/`contradicts` edges and validity from the events it has now.
+
+    Used after events were removed (`tracecli forget`): a fact whose newer value
+    was forgotten becomes current again.
+    """
+    store.execute("DELETE FROM edges WHERE conversation_id = ? AND family = 'evolution'", (cid,))
+    _insert_edges(store, cid, evolution_edges(_event_recs(store, cid), LinkSettings()))
+    apply_validity(store, cid)
 
 
 def _ledger_counts(store: Store) -> tuple[int, int, int]:

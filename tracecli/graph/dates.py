@@ -98,9 +98,12 @@ def _special(phrase: str, base: dt.datetime, future: bool = False) -> tuple[dt.d
     return None
 
 
-@lru_cache(maxsize=4096)
-def _resolve(phrase: str, base_iso: str, prefer: str) -> tuple[dt.date, str] | None:
-    base = dt.datetime.fromisoformat(base_iso)
+@lru_cache(maxsize=16384)
+def _resolve(phrase: str, base_day: str, prefer: str) -> tuple[dt.date, str] | None:
+    # Keyed by the base's calendar day, not its time: the patterns above name days, weeks, months and
+    # years, and their resolution does not depend on the time of day (checked against dateparser for
+    # every phrase shape, at 00:00, 09:30, 13:56 and 23:59:59), so one session's messages share entries.
+    base = dt.datetime.fromisoformat(base_day)
     special = _special(phrase, base, prefer == "future")
     if special:
         return special
@@ -127,7 +130,7 @@ def find_dates(text: str, base: dt.datetime | None, *, future: bool = False) -> 
     """Date mentions in `text`, resolved against `base` (the session date)."""
     if base is None:
         base = dt.datetime(2000, 1, 1)
-    base = base.replace(tzinfo=None)
+    day = base.date().isoformat()
     found: list[DateMention] = []
     for m in _FINDER.finditer(text):
         phrase = m.group(0)
@@ -135,7 +138,7 @@ def find_dates(text: str, base: dt.datetime | None, *, future: bool = False) -> 
             continue  # too often a verb or a word, not a date
         if re.fullmatch(r"(?:in\s+)?\d{4}", phrase, re.I) and not (1950 <= int(phrase[-4:]) <= 2100):
             continue
-        resolved = _resolve(phrase, base.isoformat(), "future" if future else "current_period")
+        resolved = _resolve(phrase, day, "future" if future else "current_period")
         if resolved is None:
             continue
         relative = not re.search(r"\d{4}", phrase)

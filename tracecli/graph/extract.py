@@ -358,6 +358,20 @@ def _is_question(text: str) -> bool:
     return t.endswith("?") or bool(_QUESTION_START.match(t) and not t.endswith((".", "!")) and len(t.split()) < 14)
 
 
+def _skipped(text: str) -> bool:
+    """A sentence that yields no event: a photo caption, a fragment, a question, a counterfactual.
+
+    Only its entities are read (for 'there' anaphora), so it is parsed for entities only.
+    """
+    if text.startswith("[shares a photo"):
+        return True  # a photo caption describes the picture, not the speaker's state
+    offer = bool(_FOR_ME.search(text))  # "gin and tonic for me and a chapman for you?"
+    return len(text) < 3 or (_is_question(text) and not offer) or bool(F.COUNTERFACTUAL.search(text))
+
+
+_FOR_ME = re.compile(r"(?i)\bfor me\b")
+
+
 def _clean_value(value: str, kind: str) -> str:
     v = value.strip().strip("'\"’“”")
     v = re.sub(r"\s+(?:now|too|as well|again|then|though|tbh|lol|haha|anyway|instead)$", "", v, flags=re.I)
@@ -393,7 +407,10 @@ class RuleExtractor:
     name = "rules"
 
     def __init__(self, participants: Sequence[str]) -> None:
+        from tracecli.graph.nlp import DocCache
+
         self.participants = list(participants)
+        self.docs = DocCache()  # one conversation's sentences, each distinct text parsed once
 
     def _other(self, speaker: str) -> str | None:
         others = [p for p in self.participants if p != speaker]
@@ -401,10 +418,9 @@ class RuleExtractor:
 
     def extract_session(self, messages: Sequence[MessageIn], history: Sequence[EventOut] = ()) -> list[EventOut]:
         """Events of one session; `history` (earlier faceted events) resolves 'forget Oslo'-style revisions."""
-        from tracecli.graph.nlp import parse_many
-
         split = [split_sentences(m.text) for m in messages]
-        flat = parse_many([t for sents in split for t in sents])
+        texts = [t for sents in split for t in sents]
+        flat = self.docs.parse(texts, [_skipped(t.strip()) for t in texts])
         docs, pos = [], 0
         for sents in split:
             docs.append(flat[pos : pos + len(sents)])
@@ -449,10 +465,7 @@ class RuleExtractor:
         for w, species in F.SPECIES.items():
             if re.search(rf"\b{re.escape(w)}s?\b", low):
                 ctx.last_species[speaker] = species
-        if text.startswith("[shares a photo"):
-            return []  # a photo caption describes the picture, not the speaker's state
-        offer = bool(re.search(r"(?i)\bfor me\b", text))  # "gin and tonic for me and a chapman for you?"
-        if len(text) < 3 or (_is_question(text) and not offer) or F.COUNTERFACTUAL.search(text):
+        if _skipped(text):
             return []
         dates = find_dates(text, base, future=bool(_PLAN.search(text)))
         out: list[EventOut] = []
@@ -475,7 +488,7 @@ class RuleExtractor:
             if len(cause_text.split()) < 2 or len(effect_text.split()) < 2:
                 continue
             host = out[0]
-            part = self._event(msg, s_idx, cause_text, third_person_text(cause_text, speaker, other), dates,
+            part = self._event(msg, s_idx, cause_text, third_person(self.docs.parse([cause_text])[0][:], speaker, other), dates,
                                subject=host.subject, facet=None, value=None, kind="thing", confidence=0.6,
                                event_type=None, negated=False, suffix="cause")
             if cue.startswith("stopped"):

@@ -92,6 +92,31 @@ def assign_topics(store: Store, conversation_id: str, session_ids: list[str], se
     return out
 
 
+def refresh_topics(store: Store, conversation_id: str) -> int:
+    """After sessions or messages were removed: drop empty topics, recompute centroids and labels.
+
+    A centroid is the running mean of its sessions' vectors, so recomputing it
+    from the remaining sessions gives what an incremental build would have.
+    Returns the number of topics removed.
+    """
+    model = store.embedding_model()
+    dim = model[1] if model else 0
+    empty = [r[0] for r in store.execute(
+        "SELECT t.id FROM topics t WHERE t.conversation_id = ? AND NOT EXISTS "
+        "(SELECT 1 FROM session_topics st WHERE st.topic_id = t.id) ORDER BY t.id", (conversation_id,))]
+    for tid in empty:
+        store.execute("DELETE FROM topics WHERE id = ?", (tid,))
+    for (tid,) in store.execute("SELECT id FROM topics WHERE conversation_id = ? ORDER BY id", (conversation_id,)).fetchall():
+        members = [r[0] for r in store.execute(
+            "SELECT st.session_id FROM session_topics st JOIN sessions s ON s.id = st.session_id "
+            "WHERE st.topic_id = ? ORDER BY s.idx", (tid,))]
+        vecs = [v for v in (session_vector(store, sid, dim) for sid in members) if v is not None] if dim else []
+        centroid = sqlite_vec.serialize_float32(np.mean(vecs, axis=0).tolist()) if vecs else None
+        store.execute("UPDATE topics SET centroid = ?, size = ? WHERE id = ?", (centroid, len(members), tid))
+    _relabel(store, conversation_id)
+    return len(empty)
+
+
 def _relabel(store: Store, conversation_id: str) -> None:
     """Label each topic by its most frequent content words."""
     for (tid,) in store.execute("SELECT id FROM topics WHERE conversation_id = ?", (conversation_id,)).fetchall():

@@ -18,6 +18,7 @@ from xml.etree import ElementTree as ET
 
 from tracecli.errors import BadInput, NotFound
 from tracecli.graph.build import conversation_ids
+from tracecli.scope import check_namespace, namespace_of
 from tracecli.store.db import Store
 
 EXPORT_FORMATS = ("json", "graphml", "dot")
@@ -197,13 +198,16 @@ def _topic_label(topic_id: str, label: str | None) -> str:
     return f"topic: {label}" if label else f"topic {topic_id}"
 
 
-def event_detail(store: Store, event_id: str) -> EventDetail:
-    """An event, its edges in and out, and its source messages; NotFound for an unknown id."""
+def event_detail(store: Store, event_id: str, namespace: str | None = None) -> EventDetail:
+    """An event, its edges in and out, and its source messages; NotFound for an unknown id or one of another namespace."""
     rows = store.query("SELECT * FROM events WHERE id = ?", (event_id,))
+    if rows and namespace is not None and namespace_of(store, rows[0]["conversation_id"]) != check_namespace(namespace):
+        rows = []  # another namespace's event is not shown, nor said to exist
     if not rows:
         hint = "" if event_id.startswith("ev_") else " (event ids look like ev_1a2b3c4d5e)"
+        where = f"namespace '{namespace}'" if namespace is not None else store.path.name
         raise NotFound(
-            f"no event '{event_id}' in {store.path.name}{hint}; list them with `tracecli graph export --format json`"
+            f"no event '{event_id}' in {where}{hint}; list them with `tracecli graph export --format json`"
         )
     detail = EventDetail(event=_event_info(rows[0]))
     edge_rows = store.query(
@@ -249,15 +253,16 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def export_graph(store: Store, conversation_id: str | None = None) -> GraphExport:
-    """Event, session and topic vertices and all edges of one (or every built) conversation."""
-    cids = conversation_ids(store, conversation_id)
+def export_graph(store: Store, conversation_id: str | None = None, namespace: str | None = None) -> GraphExport:
+    """Event, session and topic vertices and all edges of one (or every built) conversation of a namespace."""
+    cids = conversation_ids(store, conversation_id, namespace)
     built = {
         r[0] for r in store.execute("SELECT DISTINCT conversation_id FROM graph_sessions")
     }
     cids = [c for c in cids if c in built]
     if not cids:
-        which = f"conversation '{conversation_id}'" if conversation_id else store.path.name
+        which = (f"conversation '{conversation_id}'" if conversation_id
+                 else f"namespace '{namespace}'" if namespace is not None else store.path.name)
         raise NotFound(f"no evidence graph for {which}; run `tracecli build-graph` first")
     out = GraphExport()
     for cid in cids:

@@ -139,7 +139,7 @@ def detect_format(data: Any, is_jsonl: bool) -> str | None:
         return "longmemeval"
     if "mapping" in first and isinstance(first["mapping"], dict):
         return "chatgpt"
-    if isinstance(data, dict) and ("sessions" in data or "messages" in data):
+    if isinstance(data, dict) and ("sessions" in data or "messages" in data or isinstance(data.get("conversations"), list)):
         return "native"
     if isinstance(data, list) and ("speaker" in first or "role" in first) and ("text" in first or "content" in first):
         return "native"
@@ -241,18 +241,33 @@ def _participants(ctx: _Ctx, raw: Any, sessions: list[ParsedSession]) -> list[st
 
 
 def _parse_native(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
+    if isinstance(data, dict) and "conversations" in data and "sessions" not in data and "messages" not in data:
+        # A bundle of native conversations: what `tracecli export --format json` writes.
+        raw_convs = data["conversations"]
+        if not isinstance(raw_convs, list):
+            raise ctx.fail("'conversations'", f"is {_kind(raw_convs)}, expected a list")
+        convs: list[ParsedConversation] = []
+        for i, raw in enumerate(raw_convs):
+            if not isinstance(raw, dict):
+                raise ctx.fail(f"conversations[{i}]", f"is {_kind(raw)}, expected a conversation object")
+            convs.extend(_parse_native_conversation(ctx, raw, f"conversations[{i}].", f"{ctx.path.stem}-{i}"))
+        return convs
+    return _parse_native_conversation(ctx, data, "", ctx.path.stem)
+
+
+def _parse_native_conversation(ctx: _Ctx, data: Any, prefix: str, default_id: str) -> list[ParsedConversation]:
     if isinstance(data, list):
         data = {"messages": data}
     if not isinstance(data, dict):
         raise ctx.fail("", f"top level is {_kind(data)}, expected an object or a list of messages")
-    conv_id = str(data.get("conversation_id") or data.get("id") or ctx.path.stem)
+    conv_id = str(data.get("conversation_id") or data.get("id") or default_id)
     if "sessions" in data:
         raw_sessions = data["sessions"]
         if not isinstance(raw_sessions, list):
-            raise ctx.fail("'sessions'", f"is {_kind(raw_sessions)}, expected a list")
+            raise ctx.fail(f"'{prefix}sessions'", f"is {_kind(raw_sessions)}, expected a list")
         sessions = []
         for i, raw in enumerate(raw_sessions):
-            where = f"sessions[{i}]"
+            where = f"{prefix}sessions[{i}]"
             if not isinstance(raw, dict):
                 raise ctx.fail(where, f"is {_kind(raw)}, expected a session object")
             msgs_raw = raw.get("messages")
@@ -266,15 +281,15 @@ def _parse_native(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
             sessions.append(ParsedSession(source_id=str(sid) if sid is not None else f"s{i + 1}", started_at=started, messages=msgs))
         ids = [s.source_id for s in sessions]
         if len(set(ids)) != len(ids):
-            raise ctx.fail("'sessions'", "has two sessions with the same id")
+            raise ctx.fail(f"'{prefix}sessions'", "has two sessions with the same id")
     elif "messages" in data:
         raw_msgs = data["messages"]
         if not isinstance(raw_msgs, list):
-            raise ctx.fail("'messages'", f"is {_kind(raw_msgs)}, expected a list")
-        msgs = [_native_message(ctx, m, f"messages[{j}]") for j, m in enumerate(raw_msgs)]
+            raise ctx.fail(f"'{prefix}messages'", f"is {_kind(raw_msgs)}, expected a list")
+        msgs = [_native_message(ctx, m, f"{prefix}messages[{j}]") for j, m in enumerate(raw_msgs)]
         sessions = split_by_gap(msgs, ctx.gap_hours)
     else:
-        raise ctx.fail("", "has neither 'sessions' nor 'messages'")
+        raise ctx.fail(prefix.rstrip("."), "has neither 'sessions' nor 'messages'")
     return [
         ParsedConversation(
             conversation_id=conv_id,

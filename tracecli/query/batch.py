@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracecli.errors import BadInput
-from tracecli.ingest.formats import read_text
 
 
 @dataclass
@@ -19,6 +18,9 @@ class BatchItem:
 
 def read_batch(path: Path) -> list[BatchItem]:
     """Parse and validate the whole file before answering anything."""
+    # here, not at the top: `tracecli.ingest` loads the ingest pipeline, which `ask` does not need
+    from tracecli.ingest.formats import read_text
+
     items = []
     for n, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():

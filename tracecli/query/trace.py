@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracecli.errors import NotFound
+from tracecli.scope import DEFAULT_NAMESPACE, check_namespace, namespace_of
 from tracecli.store.db import Store
 from tracecli.text import content_words
 
@@ -39,6 +40,7 @@ class TraceResult:
     messages: list[dict[str, Any]]
     context: list[dict[str, Any]]
     asked: dict[str, Any] = field(default_factory=dict)
+    namespace: str = DEFAULT_NAMESPACE
 
 
 def _overlap(words: set[str], text: str) -> float:
@@ -66,13 +68,16 @@ def rerank_paths(question: str, answer: str, paths: list[dict[str, Any]]) -> lis
     return out
 
 
-def trace_answer(store: Store, answer_id: str) -> TraceResult:
-    """Replay what `ask` returned for `answer_id`."""
+def trace_answer(store: Store, answer_id: str, namespace: str | None = None) -> TraceResult:
+    """Replay what `ask` returned for `answer_id`; only answers asked in `namespace` (None: `default`) are found."""
+    ns = check_namespace(namespace)
     row = store.execute("SELECT payload, conversation_id FROM answers WHERE id = ?", (answer_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"no answer '{answer_id}' in {store.path.name}; `tracecli ask` prints the id of each answer")
-    asked = json.loads(row[0])
-    conversations = [c for c in (row[1] or "").split(",") if c]
+    asked = json.loads(row[0]) if row is not None else {}
+    conversations = [c for c in (row[1] or "").split(",") if c] if row is not None else []
+    if row is None or _answer_namespace(store, asked, conversations) != ns:
+        # another namespace's answer is not shown, nor said to exist
+        raise NotFound(f"no answer '{answer_id}' in namespace '{ns}' of {store.path.name}; "
+                       "`tracecli ask` prints the id of each answer")
     event_ids = list(dict.fromkeys(s["event_id"] for p in asked["paths"] for s in p["steps"]))
     events = _events(store, event_ids)
     refs = list(dict.fromkeys([*asked["source_refs"], *(r for it in asked["context"] for r in it["source_refs"])]))
@@ -81,8 +86,16 @@ def trace_answer(store: Store, answer_id: str) -> TraceResult:
         plan=asked["plan"], as_of=asked["as_of"], source_refs=asked["source_refs"],
         paths=rerank_paths(asked["question"], asked["answer"], asked["paths"]), events=events,
         claims=_claims(store, event_ids, asked["source_refs"], conversations),
-        messages=_messages(store, refs, conversations), context=asked["context"], asked=asked,
+        messages=_messages(store, refs, conversations), context=asked["context"], asked=asked, namespace=ns,
     )
+
+
+def _answer_namespace(store: Store, asked: dict[str, Any], conversations: list[str]) -> str | None:
+    """The namespace an answer was asked in: recorded in its payload, else (older answers) its conversations'."""
+    if asked.get("namespace"):
+        return str(asked["namespace"])
+    owners = {namespace_of(store, c) for c in conversations}
+    return owners.pop() if len(owners) == 1 else None  # None: gone, or spanning namespaces
 
 
 def _events(store: Store, ids: list[str]) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ import numpy as np
 
 from tracecli.errors import BadInput, ModelMismatch
 from tracecli.graph.build import conversation_ids
+from tracecli.scope import llm_scope, scope_of
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.wiki.claims import (
     EventRow,
@@ -132,14 +133,19 @@ def compile_wiki(
     settings: WikiSettings | None = None,
     progress: ProgressFn | None = None,
     embedder: Any | None = None,
+    namespace: str | None = None,
 ) -> list[CompileResult]:
-    """Compile (or extend) the Memory Wiki of one or all conversations."""
+    """Compile (or extend) the Memory Wiki of one conversation or all of a namespace's (see `tracecli.scope`)."""
     settings = settings or WikiSettings()
-    ids = conversation_ids(store, conversation_id)
+    ids = conversation_ids(store, conversation_id, namespace)
     _check_graph(store, ids)
     emb = _embedder_for(store, embedder)
     use = llm if llm is not None and getattr(llm, "is_available", False) else None
-    return [_compile_one(store, cid, emb, use, settings, progress) for cid in ids]
+    results = []
+    for cid in ids:
+        with llm_scope(use, scope_of(store, [cid])):  # the prompts carry this conversation's text only
+            results.append(_compile_one(store, cid, emb, use, settings, progress))
+    return results
 
 
 def _ledger(store: Store) -> tuple[int, int, int]:

@@ -36,6 +36,7 @@ from typing import Any
 from tracecli.errors import NoAnswer, NotFound
 from tracecli.graph import facets as F
 from tracecli.graph.link import MULTI_VALUED_PREFIXES
+from tracecli.scope import resolve_scope
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import content_words, short_hash
 from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow, norm_text
@@ -440,13 +441,12 @@ class ClaimChain:
 _CLAIM_ID = re.compile(r"^cl_[0-9a-f]{3,10}$")
 
 
-def claim_history(store: Store, query: str, conversation_id: str | None = None, limit: int = 20) -> list[ClaimChain]:
-    """Histories of the claims matching a claim id (or id prefix) or the words of a query."""
-    params: list[Any] = []
-    where = ""
-    if conversation_id:
-        where = " AND conversation_id = ?"
-        params.append(conversation_id)
+def claim_history(store: Store, query: str, conversation_id: str | None = None, limit: int = 20,
+                  namespace: str | None = None) -> list[ClaimChain]:
+    """Histories of the claims (of one conversation or a namespace) matching a claim id (or id prefix) or a query's words."""
+    cids = resolve_scope(store, namespace, conversation_id).conversation_ids
+    params: list[Any] = list(cids)
+    where = f" AND conversation_id IN ({','.join('?' for _ in cids)})"
     q = query.strip()
     if _CLAIM_ID.match(q):
         rows = store.query(f"SELECT * FROM claims WHERE id LIKE ?{where} ORDER BY conversation_id, idx", (q + "%", *params))

@@ -28,6 +28,7 @@ back to the deterministic page.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -81,6 +82,15 @@ def ensure_wiki_vectors(store: Store, dim: int) -> None:
         "CREATE VIRTUAL TABLE IF NOT EXISTS wiki_vectors USING vec0("
         f"conversation_id TEXT PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)"
     )
+
+
+def index_page(store: Store, rowid: int, cid: str, title: str, routing_text: str, keywords: Sequence[str],
+               vector: Sequence[float]) -> None:
+    """Write a page's `wiki_fts` row and `wiki_vectors` embedding (the page row itself must exist)."""
+    store.execute("INSERT INTO wiki_fts(rowid, title, body, keywords, conversation_id) VALUES (?,?,?,?,?)",
+                  (rowid, title, routing_text, " ".join(keywords), cid))
+    store.execute("INSERT INTO wiki_vectors(rowid, conversation_id, embedding) VALUES (?,?,?)",
+                  (rowid, cid, sqlite_vec.serialize_float32([float(x) for x in vector])))
 
 
 def slugify(text: str) -> str:
@@ -245,9 +255,10 @@ def shard(tids: Sequence[str], vectors: Mapping[str, np.ndarray], target: int, c
 def _salient(t: Traj, names: set[str], n: int, df: Mapping[str, int], total: int) -> list[str]:
     """A trajectory's most telling words: tf·idf over trajectories, proper names and items first."""
     scored = []
+    spacy_stop = _spacy_stop()
     for w, c in t.keywords.items():
-        if (w in GENERIC or w in WEAK or w in _SPACY_STOP or len(w) < 4 or w.isdigit() or w.endswith("ly")
-                or (w.endswith("s") and (w[:-1] in _SPACY_STOP or w[:-1] in WEAK)) or any(w == x or w.startswith(x) for x in names)):
+        if (w in GENERIC or w in WEAK or w in spacy_stop or len(w) < 4 or w.isdigit() or w.endswith("ly")
+                or (w.endswith("s") and (w[:-1] in spacy_stop or w[:-1] in WEAK)) or any(w == x or w.startswith(x) for x in names)):
             continue
         idf = math.log((1 + total) / (1 + df.get(w, 0))) + 1.0
         scored.append((c * idf * (2.0 if w in t.terms else 1.0), w))
@@ -268,15 +279,15 @@ WEAK = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=1)
 def _spacy_stop() -> frozenset[str]:
+    """spaCy's English stop words, loaded on first use: importing spaCy takes ~2 s."""
     try:
         from spacy.lang.en.stop_words import STOP_WORDS
     except ImportError:  # spaCy is a dependency, but keep page planning usable without it
         return frozenset()
     return frozenset(w.replace("'", "") for w in STOP_WORDS)
 
-
-_SPACY_STOP = _spacy_stop()
 
 
 def plan_pages(state: State, s: PageSettings) -> list[PagePlan]:
@@ -743,10 +754,7 @@ def compile_pages(store: Store, cid: str, embedder: Any, llm: Any | None, s: Pag
             rowid = cur.lastrowid
         store.conn.executemany("INSERT INTO wiki_page_trajectories(page_id, trajectory_id) VALUES (?,?)",
                                [(pid, t) for t in p.trajectories])
-        store.execute("INSERT INTO wiki_fts(rowid, title, body, keywords, conversation_id) VALUES (?,?,?,?,?)",
-                      (rowid, p.title, r.routing_text, " ".join(r.keywords + r.items), cid))
-        store.execute("INSERT INTO wiki_vectors(rowid, conversation_id, embedding) VALUES (?,?,?)",
-                      (rowid, cid, sqlite_vec.serialize_float32([float(x) for x in vec])))
+        index_page(store, rowid, cid, p.title, r.routing_text, r.keywords + r.items, vec)
         res.written += 1
     keep = {p.slug for p in plans}
     for slug, (rowid, pid, _) in existing.items():

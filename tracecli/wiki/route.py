@@ -22,9 +22,9 @@ from typing import Any
 import sqlite_vec
 
 from tracecli.errors import BadInput, NotFound
+from tracecli.scope import resolve_scope
 from tracecli.store.db import Store
 from tracecli.text import fts_query
-from tracecli.wiki.pages import PAGE_TYPES
 
 RRF_K = 60
 
@@ -118,9 +118,9 @@ def claims_for_refs(store: Store, refs: Sequence[str], conversation_ids: Sequenc
     `history` is a one-line summary ("ADD 2024-01-08 → REVISE 2024-03-12 by cl_…"),
     `ops` the ops themselves in log order; rows are ordered by conversation and claim order.
     """
-    if not refs or not store.has_table("claims"):
+    convs = list(conversation_ids)  # never widened: an empty scope reads nothing (namespaces stay apart)
+    if not refs or not convs or not store.has_table("claims"):
         return []
-    convs = list(conversation_ids) or [r[0] for r in store.execute("SELECT id FROM conversations")]
     cm, rm = ",".join("?" for _ in convs), ",".join("?" for _ in refs)
     mids = [r[0] for r in store.execute(
         f"SELECT id FROM messages WHERE conversation_id IN ({cm}) AND (id IN ({rm}) OR source_ref IN ({rm})) ORDER BY seq",
@@ -184,38 +184,42 @@ def _page_rows(store: Store, where: str, params: Sequence[Any]) -> list[PageInfo
                      json.loads(r["links"]), bool(r["rescue"]), r["origin"], r["updated_at"], r["markdown"]) for r in rows]
 
 
-def list_pages(store: Store, conversation_id: str | None = None, page_type: str | None = None) -> list[PageInfo]:
-    """Pages of one or all conversations (index first, then entity, inventory, topic)."""
-    if page_type is not None and page_type not in PAGE_TYPES:
-        raise BadInput(f"unknown page type '{page_type}'; choose one of {', '.join(PAGE_TYPES)}")
-    clauses, params = [], []
-    if conversation_id:
-        if store.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
-            raise NotFound(f"no conversation '{conversation_id}' in {store.path.name}; run `tracecli ingest` first")
-        clauses.append("conversation_id = ?")
-        params.append(conversation_id)
+def list_pages(store: Store, conversation_id: str | None = None, page_type: str | None = None,
+               namespace: str | None = None) -> list[PageInfo]:
+    """Pages of one conversation or all of a namespace's (index first, then entity, inventory, topic)."""
+    if page_type is not None:
+        from tracecli.wiki.pages import PAGE_TYPES  # pages.py imports numpy: keep `wiki list` light
+
+        if page_type not in PAGE_TYPES:
+            raise BadInput(f"unknown page type '{page_type}'; choose one of {', '.join(PAGE_TYPES)}")
+    cids = resolve_scope(store, namespace, conversation_id).conversation_ids
+    clauses: list[str] = [f"conversation_id IN ({','.join('?' for _ in cids)})"]
+    params: list[Any] = list(cids)
     if page_type:
         clauses.append("type = ?")
         params.append(page_type)
     return _page_rows(store, ("WHERE " + " AND ".join(clauses)) if clauses else "", params)
 
 
-def get_page(store: Store, slug: str, conversation_id: str | None = None) -> PageInfo:
-    """One page by slug (or page id); NotFound / BadInput when missing or ambiguous."""
-    where = "WHERE (slug = ? OR id = ?)" + (" AND conversation_id = ?" if conversation_id else "")
-    params: list[Any] = [slug, slug] + ([conversation_id] if conversation_id else [])
-    pages = _page_rows(store, where, params)
+def get_page(store: Store, slug: str, conversation_id: str | None = None, namespace: str | None = None) -> PageInfo:
+    """One page by slug (or page id) in one conversation or a namespace; NotFound / BadInput when missing or ambiguous."""
+    scope = resolve_scope(store, namespace, conversation_id)
+    cids = scope.conversation_ids
+    where = f"WHERE (slug = ? OR id = ?) AND conversation_id IN ({','.join('?' for _ in cids)})"
+    pages = _page_rows(store, where, [slug, slug, *cids])
     if not pages:
-        raise NotFound(f"no wiki page '{slug}' in {store.path.name}; see `tracecli wiki list` (or run `tracecli compile-wiki`)")
+        raise NotFound(f"no wiki page '{slug}' in namespace '{scope.namespace}' of {store.path.name}; "
+                       "see `tracecli wiki list` (or run `tracecli compile-wiki`)")
     if len(pages) > 1:
         raise BadInput(f"page '{slug}' exists in several conversations ({', '.join(p.conversation_id for p in pages)}); "
                        "pass --conversation")
     return pages[0]
 
 
-def export_pages(store: Store, directory: str | Path, conversation_id: str | None = None) -> list[tuple[str, str, Path]]:
-    """Write one markdown file per page into DIR/<conversation>/<slug>.md; returns (conversation, slug, path)."""
-    pages = list_pages(store, conversation_id)
+def export_pages(store: Store, directory: str | Path, conversation_id: str | None = None,
+                 namespace: str | None = None) -> list[tuple[str, str, Path]]:
+    """Write one markdown file per page (one conversation or a namespace) into DIR/<conversation>/<slug>.md."""
+    pages = list_pages(store, conversation_id, namespace=namespace)
     if not pages:
         raise NotFound(f"{store.path.name} has no wiki pages; run `tracecli compile-wiki` first")
     root = Path(directory)

@@ -1,0 +1,126 @@
+"""The numpy port of all-MiniLM-L6-v2 gives sentence-transformers' vectors without torch."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tracecli.errors import ProviderError
+from tracecli.providers import minilm_np
+from tracecli.providers.embeddings import MINILM_DIM, MINILM_ID, NUMPY_MAX_BATCH, MiniLMEmbedder
+
+LONG_WORDS = " ".join(f"word{i}" for i in range(400))  # well past 256 tokens
+TEXTS = [
+    "where is Alice going now?",
+    "Tokyo",
+    "",
+    "   ",
+    ".",
+    "OK",
+    "Alice moved from Leeds to Lisbon in March 2024 and started at Brightwave on 29 April.",
+    "WHY IS EVERYTHING IN CAPITALS?!",
+    "Ünïcödé café naïve façade — “curly quotes” and ‘single’ ones… São Paulo, Zürich, Kraków",
+    "Japan got pushed again 😭 Third time lucky 🎉👍🏽🇯🇵",
+    "😂" * 300,
+    "日本語のテキストと中文字符，還有한국어도 있어요",
+    "Привет, как дела? Ελληνικά κείμενα. עברית. العربية",
+    "tabs\tand\nnewlines\r\nand  double  spaces",
+    "def f(x):\n    return x ** 2  # code, symbols: <>&{}[]|\\^~`",
+    "https://example.com/path?q=1&r=2 mail me at a.b@example.org",
+    "1234567890 3.14159 2024-02-04T10:34:53Z 18/10/2024",
+    LONG_WORDS,
+    LONG_WORDS + " and a different tail that lies beyond the cut",
+    "The quick brown fox jumps over the lazy dog. " * 60,
+    "supercalifragilisticexpialidocious " * 3 + "x" * 150,
+]
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+@pytest.fixture(scope="module")
+def both(embedder: MiniLMEmbedder) -> tuple[np.ndarray, np.ndarray]:
+    """The same texts through sentence-transformers/torch and through the numpy port."""
+    return embedder.embed_torch(TEXTS), embedder.embed_numpy(TEXTS)
+
+
+def test_numpy_path_matches_sentence_transformers(both: tuple[np.ndarray, np.ndarray]) -> None:
+    torch_vecs, np_vecs = both
+    assert np_vecs.shape == torch_vecs.shape == (len(TEXTS), MINILM_DIM)
+    assert np_vecs.dtype == np.float32
+    cos = _cos(torch_vecs, np_vecs)
+    worst = int(np.argmin(cos))
+    assert cos.min() >= 1 - 1e-4, f"text {worst} ({TEXTS[worst][:40]!r}): cosine {cos[worst]}"
+    np.testing.assert_allclose(np.linalg.norm(np_vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_long_texts_are_cut_at_256_tokens_like_sentence_transformers(both: tuple[np.ndarray, np.ndarray]) -> None:
+    model = minilm_np.load()
+    assert model.config.max_seq_length == 256
+    ids = model.tokenize([LONG_WORDS, "Tokyo", ""])
+    assert len(ids[0]) == 256 and ids[0][0] == 101 and ids[0][-1] == 102  # [CLS] … [SEP]
+    assert ids[2] == [101, 102]
+    torch_vecs, np_vecs = both
+    a, b = TEXTS.index(LONG_WORDS), TEXTS.index(LONG_WORDS) + 1
+    # the two texts differ only after the cut, so both paths must see the same input
+    np.testing.assert_allclose(np_vecs[a], np_vecs[b], atol=1e-6)
+    np.testing.assert_allclose(torch_vecs[a], torch_vecs[b], atol=1e-6)
+
+
+def test_batching_and_padding_do_not_change_vectors(both: tuple[np.ndarray, np.ndarray]) -> None:
+    _, batched = both
+    model = minilm_np.load()
+    alone = np.stack([model.encode([t])[0] for t in TEXTS])
+    assert _cos(batched, alone).min() >= 1 - 1e-5
+    assert model.encode([]).shape == (0, MINILM_DIM)
+
+
+def test_embedder_routes_small_batches_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    emb = MiniLMEmbedder()
+    assert (emb.id, emb.dimension) == (MINILM_ID, MINILM_DIM)  # one model id whichever path runs
+    calls: list[str] = []
+    monkeypatch.setattr(emb, "embed_numpy", lambda texts: calls.append("numpy") or np.zeros((len(texts), 384), np.float32))
+    monkeypatch.setattr(emb, "embed_torch", lambda texts: calls.append("torch") or np.zeros((len(texts), 384), np.float32))
+    emb.embed_batch(["q"])
+    emb.embed_batch(["s"] * NUMPY_MAX_BATCH)
+    emb.embed_batch(["s"] * (NUMPY_MAX_BATCH + 1))
+    assert calls == ["numpy", "numpy", "torch"]
+    assert emb.embed_batch([]).shape == (0, MINILM_DIM) and len(calls) == 3
+
+
+def test_chunks_keep_padding_small() -> None:
+    lengths = [2, 2, 256, 5, 9, 256, 7]
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    chunks = minilm_np._chunks(order, lengths)
+    assert sorted(i for c in chunks for i in c) == list(range(len(lengths)))
+    assert all(len(c) <= minilm_np.CHUNK for c in chunks)
+    assert [lengths[i] for i in chunks[-1]] == [256, 256]  # the long ones never pad the short ones
+
+
+def _config_copy(tmp_path: Path) -> Path:
+    src = minilm_np.model_dir()
+    for rel in ("config.json", "sentence_bert_config.json", "modules.json", "tokenizer_config.json", "1_Pooling/config.json"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src / rel, tmp_path / rel)
+    return tmp_path
+
+
+def test_config_is_read_from_the_package(tmp_path: Path) -> None:
+    cfg = minilm_np.BertConfig.from_dir(_config_copy(tmp_path))
+    assert (cfg.hidden_size, cfg.num_heads, cfg.num_layers, cfg.max_seq_length) == (384, 12, 6, 256)
+    assert cfg.do_lower_case is False  # lower-casing happens in tokenizer.json's normaliser
+
+
+def test_a_model_packaged_differently_is_refused(tmp_path: Path) -> None:
+    path = _config_copy(tmp_path)
+    pooling = path / "1_Pooling" / "config.json"
+    cfg = json.loads(pooling.read_text())
+    cfg.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    pooling.write_text(json.dumps(cfg))
+    with pytest.raises(ProviderError, match="mean pooling"):
+        minilm_np.BertConfig.from_dir(path)

