@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                 store.close()
             table.add_row(label, str(len(r.message_ids)), str(r.total_removed), str(sum(c.added for c in r.counts)),
                           ", ".join(r.wiki_recompiled) or "-", f"{secs:.2f}", f"{copy.stat().st_size / 1e6:.1f}")
-        Console().print(table)
+        Console(width=160).print(table)
     return 0
 
 

@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         for size in sorted(args.sizes):
             rows.append(bench_size(size, args.per_conversation, args.questions, args.seed, workdir))
-            Console().print(render(rows))
+            Console(width=200).print(render(rows))
     if args.json:
         from dataclasses import asdict
 

@@ -41,7 +41,7 @@ KINDS = ("message", "session", "conversation", "speaker", "namespace")
 # Tables counted for the receipt, in cascade order (virtual tables count through their rows).
 COUNTED = (
     "conversations", "sessions", "messages", "notes", "notes_fts", "note_vectors",
-    "events", "event_notes", "edges", "topics", "session_topics", "graph_sessions",
+    "events", "event_notes", "event_vectors", "edges", "topics", "session_topics", "graph_sessions",
     "snapshots", "trajectories", "claims", "claim_ops", "snapshot_claims", "wiki_sessions",
     "wiki_pages", "wiki_page_trajectories", "wiki_fts", "wiki_vectors",
     "answers", "answer_items", "llm_cache",

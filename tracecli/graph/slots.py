@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from tracecli.graph import facets as F
@@ -76,6 +77,7 @@ _NOT_VALUE = frozenset(
     "Bless Congrats Congratulations New Old Finally Officially Scratch Forget Changed Instead Q1 Q2 Q3 Q4 UK US USA EU "
     "App Wifi Google Instagram Netflix Spotify Whatsapp WhatsApp Airbnb Uber Amazon".split()
 )
+_TWO_DRINKS = re.compile(r"(?i)\b(" + _alt(F.COFFEES) + r")\s+for me\b.*?\b(?:an?\s+)?(" + _alt(F.COFFEES) + r")\s+for you\b")
 _CAPRUN = re.compile(r"(?<![\w'’])(?:the\s+)?[A-Z][\w'’\-]*(?:\s+(?:of|de|da|del|la|le|upon|on|am|and|&)\s+[A-Z][\w'’\-]*|\s+[A-Z][\w'’\-]*){0,3}")
 
 
@@ -152,8 +154,13 @@ def orgs(sent: Any, text: str, participants: Sequence[str]) -> list[tuple[str, i
     return found
 
 
+@lru_cache(maxsize=64)
+def _lexicon_re(words: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"(?i)\b(" + _alt(words) + r")\b")
+
+
 def lexicon(text: str, words: Sequence[str]) -> list[tuple[str, int]]:
-    return [(m.group(1), m.start(1)) for m in re.finditer(r"(?i)\b(" + _alt(words) + r")\b", text)]
+    return [(m.group(1), m.start(1)) for m in _lexicon_re(tuple(words)).finditer(text)]
 
 
 def hobby_list(text: str) -> tuple[str, int] | None:
@@ -245,7 +252,7 @@ def slot_hits(sent: Any, text: str, *, subject: str, speaker: str, other: str | 
         add("diet", F.DIETS.get(value.lower(), value.lower()), "thing", 0.7, "preference", negated)
     drinks = lexicon(text, F.COFFEES)
     if drinks:
-        two = re.search(r"(?i)\b(" + _alt(F.COFFEES) + r")\s+for me\b.*?\b(?:an?\s+)?(" + _alt(F.COFFEES) + r")\s+for you\b", text)
+        two = _TWO_DRINKS.search(text)
         if two and other:
             add("coffee", two.group(1), "thing", 0.75, "preference")
             hits.append(dict(subject=other, facet="coffee", value=two.group(2), kind="thing", confidence=0.6,

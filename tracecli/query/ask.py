@@ -1,7 +1,8 @@
 """ask: seeds → paths → context → plan → answer, stored so `trace` can replay it.
 
-`Asker` holds what a batch reuses (the embedder, each conversation's graph and
-note vectors), so `ask --batch` loads models once.
+`Asker` holds what a batch reuses (the embedder, each conversation's graph,
+note vectors and event-sentence vectors), so `ask --batch` loads models once;
+a write to the store that is not the Asker's own reloads them (`Asker._scope`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import datetime as dt
 import json
 import re
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,7 @@ from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, quali
 from tracecli.query.retrieve import NoteHit, hybrid_search
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
+from tracecli.query.vectors import EventVectors
 from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, resolve_scope
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import content_words, count_tokens, short_hash
@@ -73,12 +76,35 @@ class AskResult:
 
 @dataclass
 class _Scope:
+    """What every question over the same conversations reuses, while the store is unchanged (see `Asker._scope`)."""
+
     conversation_ids: list[str]
     graph: Graph
     names: list[str]
     now: dt.datetime | None
     note_matrix: np.ndarray
     note_rowids: list[int]
+    stamp: tuple[Any, ...] = ()
+    data_version: int = -1  # PRAGMA data_version when last checked (moves when another connection commits)
+    vectors: EventVectors | None = None
+    outdated: dict[str | None, set[int]] = field(default_factory=dict)  # note rowids shown [OUTDATED], per as-of
+    quote_words: dict[str, frozenset[str]] = field(default_factory=dict)  # event id → content words of its quote
+
+
+def _stamp(store: Store, conversation_ids: Sequence[str]) -> tuple[Any, ...]:
+    """A cheap fingerprint of what a scope was loaded from: row counts and newest rowids, last build time.
+
+    Ingest adds notes, build-graph (incremental or --rebuild) writes `graph_sessions.built_at`,
+    forget removes rows: each changes the fingerprint, so a cached scope is reloaded.
+    """
+    marks = ",".join("?" for _ in conversation_ids)
+    row = store.execute(
+        "SELECT " + ", ".join(f"(SELECT COUNT(*) || ':' || IFNULL(MAX(rowid), 0) FROM {t} WHERE conversation_id IN ({marks}))"
+                              for t in ("events", "edges", "notes", "messages"))
+        + f", (SELECT COUNT(*) || ':' || IFNULL(MAX(built_at), '') FROM graph_sessions WHERE conversation_id IN ({marks}))",
+        [*conversation_ids] * 5,
+    ).fetchone()
+    return tuple(row)
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -106,6 +132,7 @@ class Asker:
         self.llm = llm
         self._scopes: dict[tuple[str, ...], _Scope] = {}
         self._scope_ids: list[str] = []
+        self._changes = -1  # the connection's total_changes after this Asker's own last write
 
     @property
     def embedder(self) -> Any:
@@ -117,22 +144,72 @@ class Asker:
 
     # -- scope ------------------------------------------------------------------------
     def _scope(self, conversation_ids: list[str]) -> _Scope:
+        """The cached scope of these conversations, reloaded when the store changed under it.
+
+        A write through this connection that was not this Asker's own (an in-process
+        build-graph, ingest, forget) always reloads. A commit by another connection
+        reloads when the conversations' fingerprint (`_stamp`) moved, so another
+        process storing its answers does not.
+        """
         key = tuple(conversation_ids)
-        if key not in self._scopes:
-            marks = ",".join("?" for _ in key)
-            graph = load_graph(self.store, key)
-            names: set[str] = {ev.subject for ev in graph.events.values()}
-            for (parts,) in self.store.execute(f"SELECT participants FROM conversations WHERE id IN ({marks})", key):
-                names.update(json.loads(parts))
-            last = self.store.execute(f"SELECT MAX(timestamp) FROM messages WHERE conversation_id IN ({marks})", key).fetchone()[0]
-            rows = self.store.execute(
-                f"SELECT v.rowid, v.embedding FROM note_vectors v JOIN notes n ON n.rowid = v.rowid "
-                f"WHERE n.conversation_id IN ({marks}) ORDER BY v.rowid", key
-            ).fetchall() if self.store.has_table("note_vectors") else []
-            matrix = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 1), np.float32)
-            self._scopes[key] = _Scope(list(key), graph, sorted(names), parse_iso(last) if last else None, matrix,
-                                       [int(r[0]) for r in rows])
-        return self._scopes[key]
+        if self.store.conn.total_changes != self._changes:
+            self._scopes.clear()
+            self._changes = self.store.conn.total_changes
+        cached = self._scopes.get(key)
+        version = int(self.store.execute("PRAGMA data_version").fetchone()[0])
+        if cached is not None:
+            if cached.data_version == version:
+                return cached
+            if cached.stamp == _stamp(self.store, key):
+                cached.data_version = version
+                return cached
+        stamp = _stamp(self.store, key)
+        marks = ",".join("?" for _ in key)
+        graph = load_graph(self.store, key)
+        names: set[str] = {ev.subject for ev in graph.events.values()}
+        for (parts,) in self.store.execute(f"SELECT participants FROM conversations WHERE id IN ({marks})", key):
+            names.update(json.loads(parts))
+        last = self.store.execute(f"SELECT MAX(timestamp) FROM messages WHERE conversation_id IN ({marks})", key).fetchone()[0]
+        rows = self.store.execute(
+            f"SELECT v.rowid, v.embedding FROM note_vectors v JOIN notes n ON n.rowid = v.rowid "
+            f"WHERE n.conversation_id IN ({marks}) ORDER BY v.rowid", key
+        ).fetchall() if self.store.has_table("note_vectors") else []
+        matrix = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 1), np.float32)
+        vectors = EventVectors(self.store, self.embedder, key)
+        vectors.load(graph.events.values())
+        scope = _Scope(list(key), graph, sorted(names), parse_iso(last) if last else None, matrix,
+                       [int(r[0]) for r in rows], stamp, version, vectors)
+        self._scopes[key] = scope
+        return scope
+
+    def _own_writes_done(self) -> None:
+        """Count this Asker's own writes (answers, event vectors) as seen, so they do not reload the scopes."""
+        self._changes = self.store.conn.total_changes
+
+    def warm(self, *, conversation_id: str | None = None, namespace: str | None = None, nlp: bool = True,
+             progress: Callable[[int, int], None] | None = None) -> int:
+        """Load what a first question would: the embedder, the scope, every event's sentence vector, and
+        (unless `nlp` is False) spaCy, the gazetteer and dateparser.
+
+        Returns how many event vectors were computed (0 once the store holds them all).
+        """
+        where = resolve_scope(self.store, namespace, conversation_id)
+        self.embedder.embed_batch(["warm up"])
+        scope = self._scope(list(where.conversation_ids))
+        assert scope.vectors is not None
+        made = scope.vectors.ensure(sorted(scope.graph.events.values(), key=lambda e: e.id), progress)
+        self._own_writes_done()
+        if nlp:
+            import dateparser
+
+            from tracecli.graph.gazetteer import is_place
+            from tracecli.graph.nlp import get_nlp
+
+            get_nlp()("Alice met Bob in Paris.")  # who/where answers read entities
+            is_place("Paris")
+            # question dates the quick patterns do not cover go to dateparser, whose first call takes ~0.4 s
+            dateparser.parse("1 February, 2023", languages=["en"], settings={"RETURN_AS_TIMEZONE_AWARE": False})
+        return made
 
     # -- the pipeline -----------------------------------------------------------------
     def ask(self, question: str, *, conversation_id: str | None = None, as_of: str | dt.datetime | None = None,
@@ -176,9 +253,9 @@ class Asker:
         timing["graph"] = _ms(t)
         t = time.perf_counter()
         best_cos = max([h.cosine for h in hits[:5]] + [0.0])
-        ranked_events = self._rerank_sentences(question, qvec, ranked_events)
+        ranked_events = self._rerank_sentences(scope, qvec, ranked_events)
         answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings)
-        context, shown_paths = self._context(graph, shape, answer, paths, hits, budget, as_of_iso, relevance, question)
+        context, shown_paths = self._context(scope, shape, answer, paths, hits, budget, as_of_iso, relevance, question)
         if self.llm is not None and getattr(self.llm, "is_available", False):
             from tracecli.query.llm_answer import answer_with_llm
 
@@ -194,6 +271,7 @@ class Asker:
         )
         if store_answer:
             save_answer(self.store, result, scope.conversation_ids)
+        self._own_writes_done()
         return result
 
     def _resolve_event_scopes(self, shape: QueryShape, graph: Graph, scope: _Scope, qvec: np.ndarray,
@@ -247,14 +325,18 @@ class Asker:
             for e in graph.out.get(eid, []) + graph.into.get(eid, []):
                 if e.label in ("updates", "contradicts"):
                     seeds.setdefault(e.src if e.dst == eid else e.dst, "update-neighbour")
+        # each topic's events by relevance, sorted once per question (stable: ties stay in conversation order)
+        by_relevance: dict[str, list[str]] = {}
         for eid, origin in list(seeds.items()):
             if origin != "dense+sparse":
                 continue
             topic = graph.events[eid].topic_id
             if not topic:
                 continue
-            near = sorted((x for x in graph.by_topic.get(topic, []) if x not in seeds), key=lambda x: -relevance.get(x, 0.0))
-            for x in near[: s.hier_per_seed]:
+            near = by_relevance.get(topic)
+            if near is None:
+                near = by_relevance[topic] = sorted(graph.by_topic.get(topic, []), key=lambda x: -relevance.get(x, 0.0))
+            for x in list(islice((x for x in near if x not in seeds), s.hier_per_seed)):
                 seeds.setdefault(x, "hierarchy")
         return seeds
 
@@ -276,25 +358,26 @@ class Asker:
         scored.sort(key=lambda x: (-x[1], x[0].seq, x[0].id))
         return scored
 
-    def _rerank_sentences(self, question: str, qvec: np.ndarray, ranked: list[tuple[EventNode, float]],
+    def _rerank_sentences(self, scope: _Scope, qvec: np.ndarray, ranked: list[tuple[EventNode, float]],
                           top: int = 16) -> list[tuple[EventNode, float]]:
         """Re-score the best events by their own sentence's similarity to the question.
 
         Event relevance comes from the message's note vector, so every sentence of
-        a message ties; embedding the few candidate sentences separates the one
-        that answers from its neighbours.
+        a message ties; the candidate sentences' own vectors (cached per event,
+        `tracecli.query.vectors`) separate the one that answers from its neighbours.
         """
         head = ranked[:top]
         if not head:
             return ranked
-        vecs = np.asarray(self.embedder.embed_batch([ev.quote for ev, _ in head]), dtype=np.float32)
+        assert scope.vectors is not None
+        vecs = scope.vectors.matrix([ev for ev, _ in head])
         sims = (vecs @ qvec).tolist()
         rescored = [(ev, round(0.6 * sim + 0.4 * score, 6)) for (ev, score), sim in zip(head, sims)]
         rescored.sort(key=lambda x: (-x[1], x[0].seq, x[0].id))
         return rescored + ranked[top:]
 
     # -- context (Eq. 21, 22) ------------------------------------------------------------
-    def _context(self, graph: Graph, shape: QueryShape, answer: Answer, paths: list[Path], hits: Sequence[NoteHit],
+    def _context(self, scope: _Scope, shape: QueryShape, answer: Answer, paths: list[Path], hits: Sequence[NoteHit],
                  budget: int, as_of: str | None, relevance: dict[str, float],
                  question: str = "") -> tuple[list[ContextItem], list[PathOut]]:
         """C_note and C_path under the budget (Eq. 21, 22), most useful first.
@@ -305,10 +388,15 @@ class Asker:
         validity marker). Budget left unused by notes goes to paths.
         """
         s = self.settings
+        graph = scope.graph
         b_note = int(budget * s.note_share)
         b_path = budget - b_note
         qwords = set(content_words(question))
-        outdated_notes = self._outdated_notes(graph, as_of)
+        outdated_notes = scope.outdated.get(as_of)
+        if outdated_notes is None:
+            if len(scope.outdated) >= 64:
+                scope.outdated.clear()
+            outdated_notes = scope.outdated[as_of] = self._outdated_notes(graph, as_of)
         answer_path: Path | None = None
         if answer.event_ids and answer.event_ids[0] in graph.events:
             answer_path = _answer_path(graph, answer.event_ids[0], as_of)
@@ -324,7 +412,7 @@ class Asker:
             if len(self._scope_ids) > 1:
                 ref = qualified_ref(hit.conversation_id, ref)
             note_text = hit.text if hit.rowid not in outdated_notes else f"[OUTDATED] {hit.text}"
-            ev = _best_sentence([graph.events[e] for e in graph.by_note.get(hit.rowid, [])], qwords)
+            ev = _best_sentence([graph.events[e] for e in graph.by_note.get(hit.rowid, [])], qwords, scope.quote_words)
             item: ContextItem
             path: Path | None = None
             if ev is not None and ev.id not in cited:
@@ -388,11 +476,20 @@ class Asker:
         return out
 
 
-def _best_sentence(events: Sequence[EventNode], qwords: set[str]) -> EventNode | None:
+def _best_sentence(events: Sequence[EventNode], qwords: set[str],
+                   cache: dict[str, frozenset[str]] | None = None) -> EventNode | None:
     """The event of a message whose sentence shares the most words with the question."""
     if not events:
         return None
-    return max(events, key=lambda ev: (len(qwords & set(content_words(ev.quote))), -ev.sentence_idx, ev.id))
+    cache = {} if cache is None else cache
+
+    def shared(ev: EventNode) -> int:
+        found = cache.get(ev.id)
+        if found is None:
+            found = cache[ev.id] = frozenset(content_words(ev.quote))
+        return len(qwords & found)
+
+    return max(events, key=lambda ev: (shared(ev), -ev.sentence_idx, ev.id))
 
 
 def _answer_path(graph: Graph, event_id: str, as_of: str | None) -> Path:
@@ -450,9 +547,8 @@ def _ms(since: float) -> float:
 
 def save_answer(store: Store, result: AskResult, conversation_ids: Sequence[str]) -> None:
     """Store the answer and its context items (what `trace` replays)."""
-    from tracecli.render import to_jsonable
-
-    payload = to_jsonable(result)
+    # every field is str-keyed dicts, lists and scalars: asdict alone gives the JSON `to_jsonable` would
+    payload = asdict(result)
     with store.transaction():
         store.execute(
             "INSERT INTO answers(id, conversation_id, question, answer, abstained, plan, as_of, payload, created_at) "

@@ -185,26 +185,27 @@ def traverse(graph: Graph, seeds: Iterable[str], settings: AskSettings) -> list[
         for _depth in range(settings.max_depth):
             grown: list[Path] = []
             for path in frontier:
-                tail = path.steps[-1].event_id
+                ids = path.event_ids
+                tail = ids[-1]
                 options: list[tuple[EdgeInfo, str, str]] = []
                 options += [(e, e.dst, e.label) for e in graph.out.get(tail, [])[: settings.fan_out]]
                 options += [(e, e.src, _reverse(e.label)) for e in graph.into.get(tail, [])[: settings.fan_out]]
                 for edge, nxt, rel in options:
                     if edge.invalidated_at:  # rule 1
                         continue
-                    if nxt in path.event_ids:
+                    if nxt in ids:
                         continue
                     if not _time_ok(graph, edge):  # rule 2
                         continue
                     if edge.label == "contradicts" and path.edges and path.edges[-1].label == "contradicts":  # rule 3
                         continue
+                    key = (*ids, nxt)
+                    if key in seen:
+                        continue
                     steps = [Step(s.event_id, s.relation_to_next) for s in path.steps]
                     steps[-1].relation_to_next = rel
                     steps.append(Step(nxt))
                     new = Path(steps, [*path.edges, edge])
-                    key = tuple(new.event_ids)
-                    if key in seen:
-                        continue
                     seen.add(key)
                     grown.append(new)
                     paths.append(new)

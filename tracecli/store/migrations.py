@@ -464,3 +464,28 @@ def m006_lifecycle(db: Database) -> None:
             "WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = 'erasing') "
             f"BEGIN SELECT RAISE(ABORT, '{table} are only removed by tracecli forget'); END"
         )
+
+
+@migrations(name="m007_event_vectors")
+def m007_event_vectors(db: Database) -> None:
+    """Embeddings of event sentences, so `ask` re-ranks candidate events without re-embedding them.
+
+    A cache derived from `events.quote`: `ask` writes a row the first time it
+    needs an event's vector (`tracecli.query.vectors`). `quote_hash` ties the
+    row to the sentence it was computed from and `model` to the embedder;
+    a row that matches neither is recomputed. Rows go with their event
+    (ON DELETE CASCADE), so a rebuild or `forget` leaves none behind.
+    """
+    _run_all(
+        db,
+        """
+        CREATE TABLE event_vectors (
+            event_id TEXT PRIMARY KEY REFERENCES events(id) ON DELETE CASCADE,
+            conversation_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            quote_hash TEXT NOT NULL,
+            embedding BLOB NOT NULL
+        );
+        CREATE INDEX idx_event_vectors_conv ON event_vectors(conversation_id)
+        """,
+    )

@@ -1,0 +1,155 @@
+"""The build-graph speed-ups give exactly what the plain code paths give.
+
+Each shortcut is checked against the thing it replaces: the date fast path
+against dateparser, the day-keyed date cache against the real time of day,
+the parse cache and entities-only parses against fresh full parses, the
+indexed attribute-ruler matcher against spaCy's Matcher, the cached pattern
+scan against running the patterns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+import pytest
+
+from tracecli.graph import extract as E
+from tracecli.graph.dates import _MONTH_NAMES, _WEEKDAYS, _quick, _resolve
+
+SENTENCES = [
+    "I'm gonna move to Lisbon next week, y'all.",
+    "There's a cat named Mochi that gets fed twice a day.",
+    "We didn't go to the Eden Project in Cornwall; she'd have said no.",
+    "Where are you flying to in June?",
+    "Caroline joined Helix Robotics as a data engineer last month!",
+    "Haha same.",
+    "  ",
+    "Gotta say, c'mon, I was goin' somethin' 'nuff.",
+    "My brother Callum just moved to Bristol actually, small world",
+    "Forget Oslo, it's Porto now because the flights were cheaper.",
+]
+
+
+def _dateparser(phrase: str, base: dt.date, prefer: str) -> dt.date | None:
+    import dateparser
+
+    settings = {"RELATIVE_BASE": dt.datetime.combine(base, dt.time()), "PREFER_DATES_FROM": prefer,
+                "RETURN_AS_TIMEZONE_AWARE": False}
+    value = dateparser.parse(phrase, languages=["en"], settings=settings)  # type: ignore[arg-type]
+    return value.date() if value else None
+
+
+def _quick_phrases(base: dt.date) -> list[str]:
+    out = ["yesterday", "today", "tonight", "tomorrow"]
+    out += [f"{a} {u}" for a in ("last", "this", "next") for u in ("week", "month", "year")]
+    out += [f"{a}{d}" for a in ("", "last ", "this ", "next ") for d in _WEEKDAYS]
+    out += list(_MONTH_NAMES) + [f"{d} {m}" for m in _MONTH_NAMES for d in (1, 28, 30, 31)]
+    out += [f"{base.day} {_MONTH_NAMES[base.month - 1]}", f"3 {_MONTH_NAMES[base.month - 1]} 2025"]
+    return out
+
+
+def test_quick_dates_agree_with_dateparser() -> None:
+    # a sample here; the whole of 2015–2030 (day words, weekdays) and mid-2023 to early 2025 (months) were checked
+    rng = random.Random(11)
+    bases = [dt.date(2024, 2, 28), dt.date(2024, 2, 29), dt.date(2023, 12, 31), dt.date(2024, 1, 31)]
+    bases += [dt.date(2020, 1, 1) + dt.timedelta(days=rng.randrange(0, 3650)) for _ in range(8)]
+    checked = 0
+    for base in bases:
+        for prefer in ("current_period", "future"):
+            for phrase in _quick_phrases(base):
+                got = _quick(phrase, base, prefer)
+                if got is None:
+                    continue  # left to dateparser
+                assert got == _dateparser(phrase, base, prefer), (phrase, base, prefer)
+                checked += 1
+    assert checked > 500
+
+
+@pytest.mark.parametrize("phrase", ["29 february", "31 june", "coming friday", "the 31st", "next  week"])
+def test_quick_dates_leave_odd_cases_to_dateparser(phrase: str) -> None:
+    assert _quick(phrase, dt.date(2023, 5, 8), "future") is None
+
+
+@pytest.mark.parametrize("phrase", ["tonight", "Friday", "8 May", "May", "next month", "last week", "3 July 2024"])
+def test_date_resolution_does_not_depend_on_the_time_of_day(phrase: str) -> None:
+    import dateparser
+
+    _resolve.cache_clear()
+    for prefer in ("current_period", "future"):
+        want = _resolve(phrase, "2023-05-08", prefer)  # what find_dates asks: the base's day at midnight
+        for t in (dt.time(0, 0, 1), dt.time(13, 56), dt.time(23, 59, 59)):
+            settings = {"RELATIVE_BASE": dt.datetime.combine(dt.date(2023, 5, 8), t), "PREFER_DATES_FROM": prefer,
+                        "RETURN_AS_TIMEZONE_AWARE": False}
+            cleaned = phrase.removeprefix("on ")
+            value = dateparser.parse(cleaned, languages=["en"], settings=settings)  # type: ignore[arg-type]
+            assert want is not None and value is not None and value.date() == want[0]
+
+
+def _annotations(doc: object) -> list[tuple[object, ...]]:
+    return [(t.text, t.tag_, t.pos_, t.dep_, t.head.i, t.lemma_, str(t.morph), t.ent_type_, t.ent_iob_)  # type: ignore[attr-defined]
+            for t in doc]  # type: ignore[attr-defined]
+
+
+def test_fast_attribute_ruler_matches_spacy() -> None:
+    import spacy
+
+    from tracecli.graph.nlp import MODEL_NAMES, install_fast_attribute_ruler
+
+    for name in MODEL_NAMES:
+        try:
+            nlp = spacy.load(name, disable=["lemmatizer"])
+            break
+        except OSError:
+            continue
+    else:
+        pytest.skip("no spaCy model")
+    stock = [_annotations(d) for d in nlp.pipe(SENTENCES)]
+    assert install_fast_attribute_ruler(nlp)
+    assert "match" in vars(nlp.get_pipe("attribute_ruler"))
+    assert [_annotations(d) for d in nlp.pipe(SENTENCES)] == stock
+
+
+def test_doc_cache_equals_fresh_parses() -> None:
+    from tracecli.graph.nlp import DocCache, get_nlp
+
+    fresh = {s: d for s, d in zip(SENTENCES, get_nlp().pipe(SENTENCES))}
+    cache = DocCache(maxsize=4)
+    light = [E._skipped(s.strip()) for s in SENTENCES]
+    assert any(light) and not all(light)
+    for _ in range(2):  # the second round is served (partly) from the cache
+        docs = cache.parse(SENTENCES + SENTENCES[:3], light + light[:3])
+        for text, lo, doc in zip(SENTENCES + SENTENCES[:3], light + light[:3], docs):
+            assert doc.text == text
+            ents = [(e.text, e.label_, e.start_char) for e in doc.ents]
+            assert ents == [(e.text, e.label_, e.start_char) for e in fresh[text].ents]
+            if not lo:
+                assert _annotations(doc) == _annotations(fresh[text])
+    assert len(cache._docs) <= 4
+    # a text first parsed for its entities only is parsed in full when that is asked for
+    question = next(s for s, lo in zip(SENTENCES, light) if lo)
+    (doc,) = cache.parse([question])
+    assert _annotations(doc) == _annotations(fresh[question])
+
+
+def test_cached_scan_equals_running_the_patterns() -> None:
+    texts = SENTENCES + ["Flat white for me, always.", "Porto instead of Oslo, obviously.", "I used to love espresso"]
+    for text in texts:
+        scan = E._scan(text)
+        rules = [(r, [m.span() for m in r.regex.finditer(text)]) for r in E.RULES]
+        assert [(r, [m.span() for m in ms]) for r, ms in scan.rules] == [(r, s) for r, s in rules if s]
+        assert [[m.span() for m in ms] for ms in scan.substitutions] == \
+            [[m.span() for m in rx.finditer(text)] for rx in E.SUBSTITUTIONS]
+        assert [[m.span() for m in ms] for ms in scan.retractions] == \
+            [[m.span() for m in rx.finditer(text)] for rx in E.RETRACTIONS]
+        assert [m and m.span() for m in scan.causes] == [(m := rx.match(text)) and m.span() for rx, _, _ in E._CAUSE_CUES]
+
+
+def test_blis_can_be_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracecli.graph import nlp
+
+    monkeypatch.setenv(nlp.BLIS_ENV, "1")
+    assert not nlp._numpy_matmul()
+    monkeypatch.setenv(nlp.BLIS_ENV, "0")
+    pytest.importorskip("threadpoolctl")
+    assert nlp._numpy_matmul()
