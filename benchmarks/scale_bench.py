@@ -9,10 +9,11 @@ talk, plans, causal remarks and facts revised explicitly, implicitly and in
 chains) of `--per-conversation` messages each are written as native files,
 then the real CLI runs in subprocesses, each timed on the wall clock with its
 own peak RSS (os.wait4): `tracecli ingest`, `build-graph`, `compile-wiki`,
-and `ask --batch` with questions about each person's *current* residence,
-employer, diet, sport and coffee (gold = the last value synth stated). Ask
-latency is the per-question `timing_ms.total` inside the warm batch (model
-loaded once); "current" is the share of answers naming the gold value. The
+and `ask --batch` with questions (two phrasings each) about each person's *current*
+residence, employer, diet, sport and coffee (gold = the last value synth stated). Ask
+latency is the per-question `timing_ms.total` inside a batch (model loaded
+once): the batch runs twice, and the first pass also pays for embedding the
+event sentences it re-ranks for the first time (they are kept in the file); "current" is the share of answers naming the gold value. The
 last columns are the file size and how each cost grows against the smallest
 size of the run. Targets (issue 9): ingest + build + compile for 200K within
 30 min, ask p50 ≤ 200 ms at 200K, peak memory ≤ 3 GB.
@@ -39,11 +40,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synth import generate  # noqa: E402
 
 QUESTIONS = {
-    "residence": "Where does {p} live now?",
-    "employer": "Where does {p} work now?",
-    "diet": "What diet does {p} follow now?",
-    "sport": "What sport does {p} play now?",
-    "coffee": "What coffee does {p} drink now?",
+    "residence": ["Where does {p} live now?", "Which city is {p} living in these days?"],
+    "employer": ["Where does {p} work now?", "Which company does {p} work for at the moment?"],
+    "diet": ["What diet does {p} follow now?", "What does {p} eat these days?"],
+    "sport": ["What sport does {p} play now?", "Which sport is {p} doing at the moment?"],
+    "coffee": ["What coffee does {p} drink now?", "What is {p}'s usual coffee order these days?"],
 }
 err = Console(stderr=True, highlight=False)
 
@@ -62,6 +63,7 @@ class Row:
     build: Stage
     compile: Stage
     ask: Stage
+    first_p50_ms: float
     ask_p50_ms: float
     ask_p95_ms: float
     current: float
@@ -87,6 +89,11 @@ def run(args: list[str], env: dict[str, str], stdout: Path | None = None) -> Sta
     return Stage(seconds, usage.ru_maxrss / 1024.0)
 
 
+def _times(path: Path) -> list[float]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return sorted(float(r["timing_ms"]["total"]) for r in rows if "timing_ms" in r)
+
+
 def write_inputs(size: int, per_conversation: int, seed: int, workdir: Path) -> tuple[list[Path], list[dict[str, str]]]:
     """Conversation files totalling `size` messages, and the current-value questions with their gold."""
     files, questions = [], []
@@ -101,8 +108,8 @@ def write_inputs(size: int, per_conversation: int, seed: int, workdir: Path) -> 
         for fact in conv["facts"]:
             latest[(fact["person"], fact["facet"])] = str(fact["value"])
         for (person, facet), value in sorted(latest.items()):
-            if facet in QUESTIONS:
-                questions.append({"question": QUESTIONS[facet].format(p=person), "conversation": conv["conversation_id"],
+            for template in QUESTIONS.get(facet, []):
+                questions.append({"question": template.format(p=person), "conversation": conv["conversation_id"],
                                   "gold": value})
     return files, questions
 
@@ -126,12 +133,17 @@ def bench_size(size: int, per_conversation: int, n_questions: int, seed: int, wo
     batch.write_text("".join(json.dumps({"question": q["question"], "conversation": q["conversation"]}) + "\n"
                              for q in questions), encoding="utf-8")
     answers_path = workdir / f"answers-{size}.jsonl"
+    # first pass: each question also embeds the event sentences it re-ranks for the first time (kept in the file);
+    # second pass, a new process: the steady state a long-lived memory sees
+    first = run(["ask", "--batch", str(batch), "--db", str(db)], env, stdout=answers_path)
+    first_times = _times(answers_path)
     ask = run(["ask", "--batch", str(batch), "--db", str(db)], env, stdout=answers_path)
     answers = [json.loads(line) for line in answers_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    times = sorted(float(a["timing_ms"]["total"]) for a in answers if "timing_ms" in a)
+    times = _times(answers_path)
     right = sum(1 for q, a in zip(questions, answers) if q["gold"].lower() in str(a.get("answer", "")).lower())
     return Row(
-        size=size, conversations=len(files), ingest=ingest, build=build, compile=compile_, ask=ask,
+        size=size, conversations=len(files), ingest=ingest, build=build, compile=compile_, ask=Stage(ask.seconds, max(ask.peak_mb, first.peak_mb)),
+        first_p50_ms=statistics.median(first_times) if first_times else float("nan"),
         ask_p50_ms=statistics.median(times) if times else float("nan"),
         ask_p95_ms=times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))] if times else float("nan"),
         current=right / len(questions) if questions else float("nan"), questions=len(questions),
@@ -143,7 +155,7 @@ def render(rows: list[Row]) -> Table:
     base = rows[0]
     t = Table(title="scale: synthetic conversations through the CLI (wall clock, peak RSS per stage)", title_justify="left")
     for col in ("messages", "convs", "ingest s", "build s (msg/s)", "compile s", "pipeline s (×)", "peak MB",
-                "ask p50 / p95 ms (×)", "current", "file MB (×)"):
+                "ask p50 first pass ms", "ask p50 / p95 ms (×)", "current", "file MB (×)"):
         t.add_column(col, justify="right")
     for r in rows:
         grow = r.size / base.size
@@ -152,7 +164,7 @@ def render(rows: list[Row]) -> Table:
             f"{r.build.seconds:.0f} ({r.size / r.build.seconds:.0f})", f"{r.compile.seconds:.0f}",
             f"{r.pipeline_s:.0f} ({r.pipeline_s / base.pipeline_s:.1f}× for {grow:.0f}× data)",
             f"{max(r.ingest.peak_mb, r.build.peak_mb, r.compile.peak_mb, r.ask.peak_mb):.0f}",
-            f"{r.ask_p50_ms:.0f} / {r.ask_p95_ms:.0f} ({r.ask_p50_ms / base.ask_p50_ms:.1f}×)",
+            f"{r.first_p50_ms:.0f}", f"{r.ask_p50_ms:.0f} / {r.ask_p95_ms:.0f} ({r.ask_p50_ms / base.ask_p50_ms:.1f}×)",
             f"{r.current:.2f} of {r.questions}", f"{r.file_mb:.0f} ({r.file_mb / base.file_mb:.1f}×)",
         )
     return t
