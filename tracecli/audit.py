@@ -37,7 +37,7 @@ from typing import Any
 
 from tracecli.graph.validity import INVALIDATED_BY_UPDATE, propagate
 from tracecli.scope import resolve_scope
-from tracecli.store.db import Store
+from tracecli.store.db import Store, placeholders
 from tracecli.store.migrations import migrations
 from tracecli.timeutil import parse_iso
 
@@ -168,10 +168,6 @@ def _short(text: str | None, n: int = 90) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
 
 
-def _marks(values: Sequence[Any]) -> str:
-    return ",".join("?" for _ in values)
-
-
 class _Auditor:
     def __init__(self, store: Store, cids: list[str], settings: AuditSettings, scoped: bool) -> None:
         self.store = store
@@ -205,7 +201,7 @@ class _Auditor:
         return self.store.query(sql, list(params))
 
     def in_scope(self, column: str = "conversation_id") -> tuple[str, list[str]]:
-        return f"{column} IN ({_marks(self.cids)})", list(self.cids)
+        return f"{column} IN ({placeholders(self.cids)})", list(self.cids)
 
     def has(self, *tables: str) -> bool:
         return all(self.store.has_table(t) for t in tables)
@@ -347,7 +343,7 @@ class _Auditor:
             ):
                 links[eid].append(nid)
         note_ids = {r[0]: r[1] for r in self.store.execute(
-            f"SELECT id, conversation_id FROM notes WHERE id IN (SELECT note_id FROM event_notes)")}
+            "SELECT id, conversation_id FROM notes WHERE id IN (SELECT note_id FROM event_notes)")}
         for eid, ev in events.items():
             cid = ev["conversation_id"]
             if not links.get(eid):
@@ -485,7 +481,7 @@ class _Auditor:
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             texts.update({r[0]: r[1] for r in self.store.execute(
-                f"SELECT id, text FROM messages WHERE id IN ({_marks(chunk)})", chunk)})
+                f"SELECT id, text FROM messages WHERE id IN ({placeholders(chunk)})", chunk)})
         for cid_, c in claims.items():
             chk.checked += 1
             sources = _json_list(c["source_message_ids"])
@@ -629,7 +625,7 @@ class _Auditor:
         msg_ids: set[str] = set()
         for start in range(0, len(cited_msgs), 500):
             chunk = cited_msgs[start:start + 500]
-            msg_ids |= {r[0] for r in self.store.execute(f"SELECT id FROM messages WHERE id IN ({_marks(chunk)})", chunk)}
+            msg_ids |= {r[0] for r in self.store.execute(f"SELECT id FROM messages WHERE id IN ({placeholders(chunk)})", chunk)}
         for p in pages:
             chk.checked += 1
             cid, md = p["conversation_id"], p["markdown"]
@@ -735,7 +731,7 @@ class _Auditor:
             chunk = ids[start:start + 500]
             for eid, ref in self.store.execute(
                 f"SELECT en.event_id, COALESCE(m.source_ref, m.id) FROM event_notes en JOIN notes n ON n.id = en.note_id "
-                f"JOIN messages m ON m.id = n.message_id WHERE en.event_id IN ({_marks(chunk)}) ORDER BY m.seq", chunk
+                f"JOIN messages m ON m.id = n.message_id WHERE en.event_id IN ({placeholders(chunk)}) ORDER BY m.seq", chunk
             ):
                 refs[eid].append(ref)
 
@@ -869,7 +865,7 @@ def _counts(store: Store, cids: Sequence[str]) -> dict[str, int]:
             out[table] = int(store.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
             continue
         out[table] = int(store.execute(
-            f"SELECT COUNT(*) FROM {table} WHERE conversation_id IN ({_marks(cids)})", list(cids)).fetchone()[0]) if cids else 0
+            f"SELECT COUNT(*) FROM {table} WHERE conversation_id IN ({placeholders(cids)})", list(cids)).fetchone()[0]) if cids else 0
     return out
 
 

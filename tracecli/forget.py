@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracecli.errors import BadInput, NotFound
-from tracecli.store.db import Store, dumps, utc_now
+from tracecli.scope import resolve_scope
+from tracecli.store.db import Store, dumps, placeholders, utc_now
 from tracecli.text import short_hash
 
 KINDS = ("message", "session", "conversation", "speaker", "namespace")
@@ -87,10 +88,6 @@ class _DryRun(Exception):
     """Raised inside the transaction to roll a dry run back."""
 
 
-def _marks(values: Sequence[Any]) -> str:
-    return ",".join("?" * len(values))
-
-
 def _chunks(values: Sequence[Any]) -> list[Sequence[Any]]:
     return [values[i:i + _CHUNK] for i in range(0, len(values), _CHUNK)]
 
@@ -99,8 +96,6 @@ def _chunks(values: Sequence[Any]) -> list[Sequence[Any]]:
 def _conversations_in(store: Store, namespace: str | None, conversation_id: str | None) -> list[str]:
     """Where a target is looked up: one namespace (as every command reads), or every one when namespace is None."""
     if namespace is not None:
-        from tracecli.scope import resolve_scope
-
         return list(resolve_scope(store, namespace, conversation_id).conversation_ids)
     if conversation_id:
         if store.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
@@ -123,14 +118,13 @@ def resolve_messages(store: Store, kind: str, targets: Sequence[str], *, namespa
                 raise NotFound(f"no namespace '{ns}' in {store.path.name}")
         rows = store.execute(
             f"SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id "
-            f"WHERE c.namespace IN ({_marks(targets)}) ORDER BY m.conversation_id, m.seq", list(targets))
+            f"WHERE c.namespace IN ({placeholders(targets)}) ORDER BY m.conversation_id, m.seq", list(targets))
         return [r[0] for r in rows]
     scope = _conversations_in(store, namespace, conversation_id)
     if kind == "conversation":
         missing = [t for t in targets if t not in scope]
         if missing:
-            where = f"namespace '{namespace}'" if namespace is not None else store.path.name
-            raise NotFound(f"no conversation '{missing[0]}' in {where}")
+            raise NotFound(f"no conversation '{missing[0]}' in {_where(store, namespace, None)}")
         scope = list(targets)
         return [r[0] for c in scope for r in store.execute(
             "SELECT id FROM messages WHERE conversation_id = ? ORDER BY seq", (c,))]
@@ -154,7 +148,7 @@ def _match(store: Store, kind: str, target: str, scope: list[str]) -> list[str]:
         return []
     conv, _, local = target.partition(":") if ":" in target and target.split(":", 1)[0] in scope else ("", "", target)
     cids = [conv] if conv else scope
-    marks = _marks(cids)
+    marks = placeholders(cids)
     if kind == "speaker":
         rows = store.execute(
             f"SELECT id FROM messages WHERE conversation_id IN ({marks}) AND lower(speaker) = lower(?) "
@@ -244,7 +238,7 @@ def _diff(before: dict[str, int], erased: dict[str, int], after: dict[str, int])
 def _cascade(store: Store, message_ids: list[str], receipt: ForgetReceipt, keep_pages: bool) -> None:
     by_conv: dict[str, list[str]] = {}
     for chunk in _chunks(message_ids):
-        for mid, cid in store.execute(f"SELECT id, conversation_id FROM messages WHERE id IN ({_marks(chunk)})", list(chunk)):
+        for mid, cid in store.execute(f"SELECT id, conversation_id FROM messages WHERE id IN ({placeholders(chunk)})", list(chunk)):
             by_conv.setdefault(cid, []).append(mid)
     receipt.conversation_ids = sorted(by_conv)
     for cid in receipt.conversation_ids:
@@ -266,7 +260,7 @@ def _cascade(store: Store, message_ids: list[str], receipt: ForgetReceipt, keep_
 def _texts(store: Store, message_ids: Sequence[str]) -> list[str]:
     out: list[str] = []
     for chunk in _chunks(message_ids):
-        out.extend(r[0] for r in store.execute(f"SELECT text FROM messages WHERE id IN ({_marks(chunk)})", list(chunk)))
+        out.extend(r[0] for r in store.execute(f"SELECT text FROM messages WHERE id IN ({placeholders(chunk)})", list(chunk)))
     return [t for t in out if t.strip()]
 
 
@@ -274,7 +268,7 @@ def _drop_answers(store: Store, cid: str, message_ids: Sequence[str], texts: Seq
     """Stored answers in scope of `cid` that cite a forgotten message or carry its text."""
     refs = set(message_ids)
     for chunk in _chunks(message_ids):
-        for ref, mid in store.execute(f"SELECT source_ref, id FROM messages WHERE id IN ({_marks(chunk)})", list(chunk)):
+        for ref, mid in store.execute(f"SELECT source_ref, id FROM messages WHERE id IN ({placeholders(chunk)})", list(chunk)):
             if ref:
                 refs.update((ref, f"{cid}:{ref}"))
             refs.add(f"{cid}:{mid}")
@@ -300,21 +294,17 @@ def _drop_llm_cache(store: Store, cid: str) -> None:
 
 def _drop_note_rows(store: Store, rowids: Sequence[int]) -> None:
     for chunk in _chunks(list(rowids)):
-        marks = _marks(chunk)
+        marks = placeholders(chunk)
         store.execute(f"DELETE FROM notes_fts WHERE rowid IN ({marks})", list(chunk))
         if store.has_table("note_vectors"):
             store.execute(f"DELETE FROM note_vectors WHERE rowid IN ({marks})", list(chunk))
 
 
 def _drop_pages(store: Store, cid: str) -> None:
-    rowids = [r[0] for r in store.execute("SELECT rowid FROM wiki_pages WHERE conversation_id = ?", (cid,))]
-    for chunk in _chunks(rowids):
-        marks = _marks(chunk)
-        store.execute(f"DELETE FROM wiki_fts WHERE rowid IN ({marks})", list(chunk))
-        if store.has_table("wiki_vectors"):
-            store.execute(f"DELETE FROM wiki_vectors WHERE rowid IN ({marks})", list(chunk))
-    store.execute("DELETE FROM wiki_page_trajectories WHERE page_id IN (SELECT id FROM wiki_pages WHERE conversation_id = ?)", (cid,))
-    store.execute("DELETE FROM wiki_pages WHERE conversation_id = ?", (cid,))
+    from tracecli.wiki.pages import drop_page
+
+    for rowid, page_id in store.execute("SELECT rowid, id FROM wiki_pages WHERE conversation_id = ?", (cid,)).fetchall():
+        drop_page(store, rowid, page_id)
 
 
 def _drop_wiki(store: Store, cid: str, *, keep_pages: bool = False) -> bool:
@@ -341,13 +331,10 @@ def _drop_wiki(store: Store, cid: str, *, keep_pages: bool = False) -> bool:
 def _drop_conversation(store: Store, cid: str) -> None:
     _drop_wiki(store, cid)
     _drop_note_rows(store, [r[0] for r in store.execute("SELECT rowid FROM notes WHERE conversation_id = ?", (cid,))])
+    from tracecli.graph.build import clear_graph
+
+    clear_graph(store, cid)
     for sql in (
-        "DELETE FROM edges WHERE conversation_id = ?",
-        "DELETE FROM event_notes WHERE event_id IN (SELECT id FROM events WHERE conversation_id = ?)",
-        "DELETE FROM events WHERE conversation_id = ?",
-        "DELETE FROM session_topics WHERE session_id IN (SELECT id FROM sessions WHERE conversation_id = ?)",
-        "DELETE FROM topics WHERE conversation_id = ?",
-        "DELETE FROM graph_sessions WHERE conversation_id = ?",
         "DELETE FROM notes WHERE conversation_id = ?",
         "DELETE FROM messages WHERE conversation_id = ?",
         "DELETE FROM sessions WHERE conversation_id = ?",
@@ -363,23 +350,23 @@ def _drop_messages(store: Store, cid: str, message_ids: list[str]) -> list[str]:
 
     notes: dict[str, int] = {}
     for chunk in _chunks(message_ids):
-        notes.update(store.execute(f"SELECT id, rowid FROM notes WHERE message_id IN ({_marks(chunk)})", list(chunk)).fetchall())
+        notes.update(store.execute(f"SELECT id, rowid FROM notes WHERE message_id IN ({placeholders(chunk)})", list(chunk)).fetchall())
     doomed_events = _doomed_events(store, cid, set(message_ids), set(notes))
     for chunk in _chunks(sorted(doomed_events)):
-        marks = _marks(chunk)
+        marks = placeholders(chunk)
         store.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", [*chunk, *chunk])
         store.execute(f"DELETE FROM event_notes WHERE event_id IN ({marks})", list(chunk))
         store.execute(f"DELETE FROM events WHERE id IN ({marks})", list(chunk))
     note_ids = sorted(notes)
     for chunk in _chunks(note_ids):
-        store.execute(f"DELETE FROM event_notes WHERE note_id IN ({_marks(chunk)})", list(chunk))
+        store.execute(f"DELETE FROM event_notes WHERE note_id IN ({placeholders(chunk)})", list(chunk))
     _drop_note_rows(store, sorted(notes.values()))
     sessions = sorted({r[0] for chunk in _chunks(message_ids) for r in store.execute(
-        f"SELECT session_id FROM messages WHERE id IN ({_marks(chunk)})", list(chunk))})
+        f"SELECT session_id FROM messages WHERE id IN ({placeholders(chunk)})", list(chunk))})
     for chunk in _chunks(note_ids):
-        store.execute(f"DELETE FROM notes WHERE id IN ({_marks(chunk)})", list(chunk))
+        store.execute(f"DELETE FROM notes WHERE id IN ({placeholders(chunk)})", list(chunk))
     for chunk in _chunks(message_ids):
-        store.execute(f"DELETE FROM messages WHERE id IN ({_marks(chunk)})", list(chunk))
+        store.execute(f"DELETE FROM messages WHERE id IN ({placeholders(chunk)})", list(chunk))
     emptied = [s for s in sessions if store.execute("SELECT 1 FROM messages WHERE session_id = ? LIMIT 1", (s,)).fetchone() is None]
     for sid in emptied:
         _drop_session(store, cid, sid)
@@ -402,7 +389,7 @@ def _drop_messages(store: Store, cid: str, message_ids: list[str]) -> list[str]:
 def _doomed_events(store: Store, cid: str, message_ids: set[str], note_ids: set[str]) -> set[str]:
     """Events that rest on a forgotten note and whose quote no kept source still holds."""
     touched = sorted({r[0] for chunk in _chunks(sorted(note_ids)) for r in store.execute(
-        f"SELECT event_id FROM event_notes WHERE note_id IN ({_marks(chunk)})", list(chunk))})
+        f"SELECT event_id FROM event_notes WHERE note_id IN ({placeholders(chunk)})", list(chunk))})
     doomed: set[str] = set()
     for eid in touched:
         quote = store.execute("SELECT quote FROM events WHERE id = ?", (eid,)).fetchone()[0] or ""
@@ -447,7 +434,7 @@ def forgotten_references(store: Store) -> list[tuple[str, str, str]]:
     for fid, ids_json in store.execute("SELECT id, message_ids FROM forget_log ORDER BY created_at, id").fetchall():
         ids = json.loads(ids_json)
         for chunk in _chunks(ids):
-            marks, params = _marks(chunk), list(chunk)
+            marks, params = placeholders(chunk), list(chunk)
             for table, sql in (
                 ("messages", f"SELECT id FROM messages WHERE id IN ({marks})"),
                 ("notes", f"SELECT id FROM notes WHERE message_id IN ({marks})"),

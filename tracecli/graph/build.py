@@ -57,7 +57,8 @@ def conversation_ids(store: Store, conversation_id: str | None, namespace: str |
     return list(resolve_scope(store, namespace, conversation_id).conversation_ids)
 
 
-def _clear(store: Store, cid: str) -> None:
+def clear_graph(store: Store, cid: str) -> None:
+    """Delete one conversation's evidence graph: edges, events, topics and which sessions were built."""
     for sql in (
         "DELETE FROM edges WHERE conversation_id = ?",
         "DELETE FROM event_notes WHERE event_id IN (SELECT id FROM events WHERE conversation_id = ?)",
@@ -187,7 +188,7 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: object | None, rebuil
     ledger_before = _ledger_counts(store)
     with store.transaction():
         if rebuild:
-            _clear(store, cid)
+            clear_graph(store, cid)
         sessions = store.query(
             "SELECT s.id, s.idx, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n "
             "FROM sessions s WHERE s.conversation_id = ? ORDER BY s.idx", (cid,))
@@ -196,7 +197,7 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: object | None, rebuil
         if grown:
             # a session that received new messages since it was built changes what later sessions revise
             # and the topic centroids, so the conversation is rebuilt: the result equals a full rebuild
-            _clear(store, cid)
+            clear_graph(store, cid)
             built = {}
         pending = [s["id"] for s in sessions if s["id"] not in built]
         result.sessions_total = len(sessions)

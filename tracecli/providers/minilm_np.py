@@ -17,7 +17,6 @@ texts of tests/test_minilm_np.py, which requires 1 − 1e-4).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -28,32 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from tracecli.blas import one_blas_thread
 from tracecli.errors import ProviderError
 
 #: Batches are sorted by length and run in chunks of at most this many texts of
 #: similar length, so a long text does not pad every short one to its length.
 CHUNK = 16
-
-_BLAS: Any = None
-
-
-def _one_blas_thread() -> contextlib.AbstractContextManager[Any]:
-    """Run BLAS on one thread while embedding.
-
-    The matrices of a question are small, and OpenBLAS's worker threads
-    busy-wait: on a loaded 2-core machine one question took 1.3 s on two
-    threads and 10 ms on one. threadpoolctl is optional; without it BLAS keeps
-    its defaults.
-    """
-    global _BLAS
-    if _BLAS is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:
-            _BLAS = False
-        else:
-            _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas") if _BLAS else contextlib.nullcontext()
 
 
 def model_dir() -> Path:
@@ -235,7 +214,7 @@ class MiniLMNumpy:
         if not texts:
             return out
         ids = self.tokenize(texts)
-        with _one_blas_thread():
+        with one_blas_thread():
             for chunk in _chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), [len(x) for x in ids]):
                 out[chunk] = self._forward([ids[i] for i in chunk])
         return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,9 +142,14 @@ def open_store(path: str | Path, *, create: bool = True) -> Store:
     return store
 
 
+def placeholders(values: Sequence[Any]) -> str:
+    """'?,?,?' for an `IN (...)` clause with one bound parameter per value."""
+    return ",".join("?" * len(values))
+
+
 def dumps(value: Any) -> str:
     """Compact, key-sorted JSON for columns that hold lists or objects."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["Store", "open_store", "utc_now", "dumps", "MIGRATION_SET"]
+__all__ = ["Store", "open_store", "utc_now", "dumps", "placeholders", "MIGRATION_SET"]

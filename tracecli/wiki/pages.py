@@ -702,6 +702,14 @@ def llm_page(llm: Any, p: PagePlan, state: State, det: Rendered) -> str | None:
 # -- compile -----------------------------------------------------------------------------------
 
 
+def drop_page(store: Store, rowid: int, page_id: str) -> None:
+    """Delete one page with its trajectory links, full-text row and vector."""
+    store.execute("DELETE FROM wiki_page_trajectories WHERE page_id = ?", (page_id,))
+    store.execute("DELETE FROM wiki_pages WHERE rowid = ?", (rowid,))
+    store.execute("DELETE FROM wiki_fts WHERE rowid = ?", (rowid,))
+    store.execute("DELETE FROM wiki_vectors WHERE rowid = ?", (rowid,))
+
+
 def compile_pages(store: Store, cid: str, embedder: Any, llm: Any | None, s: PageSettings) -> PagesResult:
     """Re-plan the conversation's pages; rewrite, re-embed and re-index only the changed ones."""
     state = load_state(store, cid)
@@ -760,9 +768,6 @@ def compile_pages(store: Store, cid: str, embedder: Any, llm: Any | None, s: Pag
     for slug, (rowid, pid, _) in existing.items():
         if slug in keep:
             continue
-        store.execute("DELETE FROM wiki_page_trajectories WHERE page_id = ?", (pid,))
-        store.execute("DELETE FROM wiki_pages WHERE rowid = ?", (rowid,))
-        store.execute("DELETE FROM wiki_fts WHERE rowid = ?", (rowid,))
-        store.execute("DELETE FROM wiki_vectors WHERE rowid = ?", (rowid,))
+        drop_page(store, rowid, pid)
         res.removed += 1
     return res
