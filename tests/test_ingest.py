@@ -368,3 +368,34 @@ def test_locomo_dev_semantic_search(locomo_store: Store, embedder: Any) -> None:
     assert any("support group" in t for t in texts), texts
     assert all(t.startswith("[2023-") for t in texts)
     assert locomo_store.execute("SELECT COUNT(*) FROM notes_fts WHERE notes_fts MATCH 'adoption'").fetchone()[0] > 0
+
+
+# -- embedding order ----------------------------------------------------------------------
+
+
+class LengthEmbedder:
+    """Encodes each text's length and position in its batch; records the batches it was given."""
+
+    id = "length-test-model"
+    dimension = 2
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        return np.array([[len(t), i] for i, t in enumerate(texts)], dtype=np.float32)
+
+
+def test_embedding_runs_shortest_first_and_returns_vectors_in_message_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracecli.ingest import pipeline
+
+    monkeypatch.setattr(pipeline, "EMBED_CHUNK", 3)
+    texts = ["x" * n for n in (9, 2, 7, 2, 30, 1, 5)]
+    emb = LengthEmbedder()
+    seen: list[tuple[int, int]] = []
+    vectors = pipeline.embed_by_length(emb, texts, lambda done, total: seen.append((done, total)))
+    assert [int(v[0]) for v in vectors] == [len(t) for t in texts]  # each vector is its own text's
+    assert [[len(t) for t in b] for b in emb.batches] == [[1, 2, 2], [5, 7, 9], [30]]  # padded to similar lengths
+    assert seen == [(3, 7), (6, 7), (7, 7)]
+    assert pipeline.embed_by_length(emb, [], None) == []

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tracecli.errors import ProviderError
-from tracecli.providers import minilm_np
+from tracecli.providers import embeddings, minilm_np
 from tracecli.providers.embeddings import MINILM_DIM, MINILM_ID, NUMPY_MAX_BATCH, MiniLMEmbedder
 
 LONG_WORDS = " ".join(f"word{i}" for i in range(400))  # well past 256 tokens
@@ -80,17 +80,43 @@ def test_batching_and_padding_do_not_change_vectors(both: tuple[np.ndarray, np.n
     assert model.encode([]).shape == (0, MINILM_DIM)
 
 
-def test_embedder_routes_small_batches_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
-    emb = MiniLMEmbedder()
-    assert (emb.id, emb.dimension) == (MINILM_ID, MINILM_DIM)  # one model id whichever path runs
+def _routed(monkeypatch: pytest.MonkeyPatch, emb: MiniLMEmbedder) -> list[str]:
     calls: list[str] = []
     monkeypatch.setattr(emb, "embed_numpy", lambda texts: calls.append("numpy") or np.zeros((len(texts), 384), np.float32))
     monkeypatch.setattr(emb, "embed_torch", lambda texts: calls.append("torch") or np.zeros((len(texts), 384), np.float32))
+    return calls
+
+
+def test_embedder_routes_small_batches_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embeddings, "_MINILM_MODEL", None)  # as in a fresh process: torch not loaded
+    emb = MiniLMEmbedder()
+    assert (emb.id, emb.dimension) == (MINILM_ID, MINILM_DIM)  # one model id whichever path runs
+    calls = _routed(monkeypatch, emb)
     emb.embed_batch(["q"])
     emb.embed_batch(["s"] * NUMPY_MAX_BATCH)
     emb.embed_batch(["s"] * (NUMPY_MAX_BATCH + 1))
     assert calls == ["numpy", "numpy", "torch"]
     assert emb.embed_batch([]).shape == (0, MINILM_DIM) and len(calls) == 3
+
+
+def test_bulk_batches_go_to_torch_by_size_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embeddings, "_MINILM_MODEL", None)
+    emb = MiniLMEmbedder()
+    calls = _routed(monkeypatch, emb)
+    for n in (1, 2, 3, 7, 7, 40):
+        embeddings.embed_bulk(emb, ["snapshot"] * n)
+    emb.embed_batch(["s"] * 7)  # outside a bulk stage a session-sized batch stays on numpy
+    assert calls == ["numpy", "numpy", "torch", "torch", "torch", "torch", "numpy"]
+
+
+def test_embed_bulk_falls_back_to_embed_batch() -> None:
+    class Plain:
+        id, dimension = "plain", 2
+
+        def embed_batch(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 2), np.float32)
+
+    assert embeddings.embed_bulk(Plain(), ["a", "b", "c"]).shape == (3, 2)
 
 
 def test_chunks_keep_padding_small() -> None:

@@ -45,6 +45,26 @@ def test_there_are_migrations() -> None:
     assert len(set(MIGRATION_NAMES)) == len(MIGRATION_NAMES)
 
 
+def test_schema_constant_lists_every_migration_in_order() -> None:
+    # open_store decides "up to date" from store_db.SCHEMA without importing the migrations module
+    assert list(store_db.SCHEMA) == MIGRATION_NAMES
+
+
+def test_store_applies_a_migration_missing_from_an_otherwise_current_file(db_path: Path) -> None:
+    open_store(db_path).close()
+    conn = store_db._connect(db_path)
+    conn.execute("DROP TABLE event_vectors")
+    conn.execute("DELETE FROM _sqlite_migrations WHERE name = ?", (MIGRATION_NAMES[-1],))
+    conn.close()
+    store = open_store(db_path)
+    try:
+        assert store.has_table("event_vectors")
+        assert store.schema_version() == len(MIGRATION_NAMES)
+    finally:
+        store.close()
+    assert _applied(db_path)[-1] == MIGRATION_NAMES[-1]
+
+
 def test_open_creates_wal_with_foreign_keys(db_path: Path) -> None:
     store = open_store(db_path)
     try:

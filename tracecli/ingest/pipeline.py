@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import sqlite_vec
 
@@ -207,6 +208,28 @@ def check_parsed(store: Store, parsed: Sequence[tuple[Path, list[ParsedConversat
             seen[conv.conversation_id] = (path.name, conv.namespace)
 
 
+#: Texts per embedder call when ingesting: large enough that the length-sorted chunks pad little, small
+#: enough that the progress bar moves.
+EMBED_CHUNK = 256
+
+
+def embed_by_length(embedder: Embedder, texts: Sequence[str], progress: ProgressFn | None = None) -> list[Any]:
+    """One vector per text, in the order of `texts`, computed shortest text first.
+
+    A batch is padded to its longest text, so chunks of similar length waste little: on synthetic chat
+    this embeds about 1.3× faster than chunks taken in conversation order (benchmarks/ingest_bench.py).
+    """
+    order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
+    vectors: list[Any] = [None] * len(texts)
+    for start in range(0, len(order), EMBED_CHUNK):
+        chunk = order[start : start + EMBED_CHUNK]
+        for i, vec in zip(chunk, embedder.embed_batch([texts[i] for i in chunk])):
+            vectors[i] = vec
+        if progress:
+            progress(min(start + EMBED_CHUNK, len(order)), len(order))
+    return vectors
+
+
 def ingest_parsed(
     store: Store,
     path: Path,
@@ -227,12 +250,7 @@ def ingest_parsed(
             f"{embedder.id} ({embedder.dimension}-d). Use the same embedder, or a new database file."
         )
     texts = [pm.note_text for _, pending, _, _ in plans for pm in pending]
-    vectors = []
-    batch = 64
-    for start in range(0, len(texts), batch):
-        vectors.extend(embedder.embed_batch(texts[start : start + batch]))
-        if progress:
-            progress(min(start + batch, total), total)
+    vectors = embed_by_length(embedder, texts, progress)
     offset = 0
     with store.transaction():
         if total:

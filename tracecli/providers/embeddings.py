@@ -24,6 +24,9 @@ MINILM_DIM = 384
 #: Batches up to this size run on the numpy port: it starts in ~0.2 s where
 #: importing torch takes seconds, and it is fast enough for a few short texts.
 NUMPY_MAX_BATCH = 32
+#: `embed_bulk` keeps only batches of at most this many texts on the numpy port: one question is as quick
+#: there as through torch even when torch is loaded.
+NUMPY_ALWAYS = 2
 
 
 class Embedder(Protocol):
@@ -69,6 +72,21 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         if len(texts) <= self.numpy_max_batch:
+            return self.embed_numpy(texts)
+        return self.embed_torch(texts)
+
+    def embed_bulk(self, texts: Sequence[str]) -> np.ndarray:
+        """For a stage that embeds many small batches (compile-wiki embeds each session's snapshots).
+
+        Torch takes every batch of more than NUMPY_ALWAYS texts: it costs a few seconds to start, once,
+        and then embeds a session's handful of texts about 1.5× faster than the numpy port (7 short
+        texts: 32 ms against 50 ms). The path depends only on the batch's size, never on what the
+        process did before, so the same session always gets the same vectors, bit for bit, whether it
+        is compiled alone or with the rest of the conversation.
+        """
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        if len(texts) <= NUMPY_ALWAYS:
             return self.embed_numpy(texts)
         return self.embed_torch(texts)
 
@@ -160,6 +178,12 @@ def _openai_from_env() -> Embedder:
         raise ProviderError("the openai embedder needs TRACECLI_EMBED_URL and TRACECLI_EMBED_MODEL")
     key = os.environ.get("TRACECLI_EMBED_API_KEY") or os.environ.get("OPENAI_API_KEY")
     return OpenAIEmbedder(url, model, key)
+
+
+def embed_bulk(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """`embedder.embed_bulk(texts)` where the embedder has one (MiniLM), else `embed_batch`."""
+    bulk = getattr(embedder, "embed_bulk", None)
+    return bulk(texts) if bulk is not None else embedder.embed_batch(texts)
 
 
 EMBEDDERS: dict[str, Callable[[], Embedder]] = {

@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pysqlite3.dbapi2 as sqlite3
-import sqlite_vec
-from sqlite_utils import Database
 
 from tracecli.errors import ModelMismatch, StoreError
-from tracecli.store.migrations import MIGRATION_SET, migrations
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 VECTOR_TABLES = {"note_vectors": "notes"}
+#: The schema migrations of `tracecli.store.migrations`, in order (a test keeps the two equal). Opening a
+#: database compares this with `_sqlite_migrations` in plain SQL, so a file that is up to date opens
+#: without importing sqlite-utils, which imports numpy and tries pandas (~100 ms of every start).
+SCHEMA = ("m001_core", "m002_llm", "m003_graph", "m004_answers", "m005_wiki", "m006_lifecycle", "m007_event_vectors")
+MIGRATION_SET = "tracecli"
 
 
 def utc_now() -> str:
@@ -29,19 +36,25 @@ def utc_now() -> str:
 class Store:
     """A handle on one tracecli database file."""
 
-    db: Database
+    conn: sqlite3.Connection
     path: Path
+    _db: Database | None = field(default=None, repr=False)
 
     @property
-    def conn(self) -> sqlite3.Connection:
-        return self.db.conn
+    def db(self) -> Database:
+        """sqlite-utils' view of the connection, made on first use (commands that only read never need it)."""
+        if self._db is None:
+            from sqlite_utils import Database
+
+            self._db = Database(self.conn)
+        return self._db
 
     def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
-        return self.db.conn.execute(sql, params)
+        return self.conn.execute(sql, params)
 
     def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
         """Run a read query and return rows as dicts."""
-        cur = self.db.conn.execute(sql, params)
+        cur = self.conn.execute(sql, params)
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, row)) for row in cur.fetchall()]
 
@@ -64,7 +77,7 @@ class Store:
         )
 
     def schema_version(self) -> int:
-        return len(migrations.applied(self.db))
+        return len(applied_migrations(self.conn))
 
     # -- embeddings ---------------------------------------------------------
     def embedding_model(self) -> tuple[str, int] | None:
@@ -95,17 +108,29 @@ class Store:
             )
 
     def has_table(self, name: str) -> bool:
-        return self.db[name].exists()
+        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
     def close(self) -> None:
-        self.db.conn.close()
+        self.conn.close()
+
+
+def vec0_path() -> str:
+    """Where sqlite-vec's loadable extension lies: `sqlite_vec.loadable_path()` without importing `sqlite_vec`.
+
+    The package's `__init__` imports numpy (about 90 ms) for an optional helper; commands that only read
+    (stats, trace, wiki show) need neither, and pay that on every start. The extension sits next to it.
+    """
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:
+        raise StoreError("the sqlite-vec package is not installed; pip install sqlite-vec")
+    return os.path.normpath(os.path.join(os.path.dirname(spec.origin), "vec0"))
 
 
 def _connect(path: Path) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(vec0_path())
         conn.enable_load_extension(False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -123,23 +148,31 @@ def open_store(path: str | Path, *, create: bool = True) -> Store:
     if path.exists() and path.is_dir():
         raise StoreError(f"{path}: is a directory, not a database file")
     conn = _connect(path)
-    db = Database(conn)
-    store = Store(db=db, path=path)
+    store = Store(conn=conn, path=path)
     try:
-        known = {m.name for m in migrations._migrations}
-        applied = {m.name for m in migrations.applied(db)}
-        unknown = applied - known
+        applied = applied_migrations(conn)
+        unknown = set(applied) - set(SCHEMA)
         if unknown:
             raise StoreError(
                 f"{path}: written by a newer tracecli (unknown migrations: "
                 f"{', '.join(sorted(unknown))}); upgrade tracecli"
             )
-        if migrations.pending(db):
-            migrations.apply(db)
+        if set(applied) != set(SCHEMA):
+            from tracecli.store.migrations import migrations
+
+            migrations.apply(store.db)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(f"{path}: not a tracecli database ({exc})") from exc
     return store
+
+
+def applied_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Names of tracecli's migrations applied to the file, in order (sqlite-utils' `Migrations.applied`)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlite_migrations'").fetchone() is None:
+        return []
+    rows = conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = ? ORDER BY rowid", (MIGRATION_SET,))
+    return [r[0] for r in rows]
 
 
 def placeholders(values: Sequence[Any]) -> str:

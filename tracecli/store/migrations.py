@@ -11,7 +11,8 @@ from __future__ import annotations
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-MIGRATION_SET = "tracecli"
+from tracecli.store.db import MIGRATION_SET
+
 migrations = Migrations(MIGRATION_SET)
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,14 +125,14 @@ class Lifecycle:
             "UPDATE claims SET status = 'deprecated', successor_id = ? WHERE id = ?", (successor, claim_id)
         )
 
-    def trajectory_of_event(self) -> dict[str, str]:
-        """event id → trajectory of its newest claim (for the matcher's update rule)."""
-        out: dict[str, str] = {}
-        for event_id, ids in self.by_event.items():
-            tid = max((self.claims[c] for c in ids), key=lambda r: r.idx).trajectory_id
-            if tid:
-                out[event_id] = tid
-        return out
+    def trajectory_of_event(self) -> Mapping[str, str]:
+        """event id → trajectory of its newest claim (for the matcher's update rule).
+
+        A read-only view that looks an event up when asked: the matcher asks about the few events a
+        snapshot's events update, and building the whole map for every snapshot made compiling
+        quadratic in the number of claims.
+        """
+        return _EventTrajectories(self)
 
     def _insert(self, d: ClaimDraft, claim_id: str, snapshot_id: str, trajectory_id: str | None, status: str,
                 predecessor: str | None) -> ClaimRec:
@@ -523,3 +523,24 @@ def _render_chain(store: Store, cid: str, fact: str, members: set[str]) -> Claim
         ))
     current = [c["text"] for c in sorted(claims.values(), key=lambda c: c["idx"]) if c["status"] != "deprecated"]
     return ClaimChain(conversation_id=cid, fact=fact, current=current, steps=steps)
+
+
+class _EventTrajectories(Mapping[str, str]):
+    """`Lifecycle.trajectory_of_event()`: event id → trajectory id of the event's newest claim that has one."""
+
+    def __init__(self, life: Lifecycle) -> None:
+        self._life = life
+
+    def __getitem__(self, event_id: str) -> str:
+        ids = self._life.by_event.get(event_id)
+        if ids:
+            tid = max((self._life.claims[c] for c in ids), key=lambda r: r.idx).trajectory_id
+            if tid:
+                return tid
+        raise KeyError(event_id)
+
+    def __iter__(self) -> Iterator[str]:
+        return (e for e in self._life.by_event if e in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlite_vec
-
 from tracecli.errors import BadInput, NotFound
 from tracecli.scope import resolve_scope
 from tracecli.store.db import Store
@@ -32,6 +30,8 @@ RRF_K = 60
 def _dense_ranks(store: Store, conversation_id: str, query_vector: Sequence[float], n: int) -> dict[int, int]:
     if not store.has_table("wiki_vectors") or n <= 0:
         return {}
+    import sqlite_vec  # here, not at the top: `wiki show` and `trace` import this module and need no numpy
+
     rows = store.execute(
         "SELECT rowid, distance FROM wiki_vectors WHERE embedding MATCH ? AND k = ? AND conversation_id = ? "
         "ORDER BY distance",

@@ -158,10 +158,16 @@ class TrajectoryState:
     latest_vector: np.ndarray
     first_at: str | None
     last_at: str | None
+    #: top_keywords' last answer, keyed by (n, n_snapshots, len(keywords)): keywords only change when a
+    #: snapshot is appended, which bumps n_snapshots (every snapshot is matched against every trajectory)
+    _top: tuple[tuple[int, int, int], set[str]] | None = field(default=None, repr=False, compare=False)
 
     def top_keywords(self, n: int) -> set[str]:
-        """The n most frequent keywords (ties alphabetical)."""
-        return {w for w, _ in sorted(self.keywords.items(), key=lambda kv: (-kv[1], kv[0]))[:n]}
+        """The n most frequent keywords (ties alphabetical); kept until the keywords change."""
+        key = (n, self.n_snapshots, len(self.keywords))
+        if self._top is None or self._top[0] != key:
+            self._top = (key, {w for w, _ in sorted(self.keywords.items(), key=lambda kv: (-kv[1], kv[0]))[:n]})
+        return self._top[1]
 
     def centroid(self) -> np.ndarray:
         return _unit(self.sum_vector.astype(np.float64))
