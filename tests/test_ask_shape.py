@@ -88,6 +88,34 @@ def test_people_are_found() -> None:
 
 
 @pytest.mark.parametrize(
+    ("question", "unknown"),
+    [
+        ("Where is Zelda going now?", ["Zelda"]),
+        ("Zelda, where is she now?", ["Zelda"]),  # a name that opens the question still counts
+        ("Where is Alice going now?", []),
+        ("What did Alice do at Christmas in March 2024?", []),  # holidays and months are times, not names
+        ("Did Alice's sister O'Neil meet Anne-Marie's dog?", ["O'Neil", "Anne-Marie"]),
+        ("What did I tell Bob about the UK?", []),
+    ],
+)
+def test_unknown_names_are_read(question: str, unknown: list[str]) -> None:
+    assert shape_of(question, NAMES, NOW).unknown == unknown
+
+
+def test_a_question_about_someone_never_mentioned_is_not_answered_with_someone_else(asker: Any) -> None:
+    res = asker.ask("Where is Zelda moving to now?", conversation_id=ALICE, store_answer=False)
+    assert res.abstained and res.answer == "not enough evidence" and res.source_refs == []
+    assert asker._unmentioned(shape_of("Where is Zelda moving to now?", NAMES, NOW), [ALICE]) == ["Zelda"]
+    # the same question about the person the chat is about is answered
+    assert not asker.ask("Where is Alice moving to now?", conversation_id=ALICE, store_answer=False).abstained
+    # a name the chat mentions only in passing is no reason to abstain
+    said = asker.store.execute("SELECT text FROM messages WHERE conversation_id = ? AND text LIKE '%Lisbon%' LIMIT 1",
+                               (ALICE,)).fetchone()
+    assert said is not None
+    assert asker._unmentioned(shape_of("Where is Lisbon?", NAMES, NOW), [ALICE]) == []
+
+
+@pytest.mark.parametrize(
     ("question", "as_of", "phrase"),
     [
         ("Where did Alice live as of 2 Feb 2024?", eod(2024, 2, 2), "as of 2 Feb 2024"),

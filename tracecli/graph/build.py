@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tracecli.errors import BadInput
-from tracecli.graph.extract import EventOut, MessageIn, RuleExtractor
+from tracecli.graph.extract import EventOut, MessageIn, RuleExtractor, split_sentences
 from tracecli.graph.hierarchy import TopicSettings, assign_topics
 from tracecli.graph.link import EdgeRec, EventRec, GateStats, LinkSettings, before_edges, causal_edges, evolution_edges
 from tracecli.graph.validity import apply_validity
@@ -167,6 +167,24 @@ def build_graph(
     return results
 
 
+#: sentences parsed ahead in one batch by build-graph: spaCy is ~20 % quicker on batches of a few
+#: hundred sentences than on one session's few dozen; far below the DocCache's 8,192 entries, so none is
+#: evicted before its session is extracted
+READ_AHEAD_SENTENCES = 1000
+
+
+def _read_ahead(store: Store, sessions: Sequence[str]) -> dict[str, list[MessageIn]]:
+    """The messages of the next sessions, in order, up to about READ_AHEAD_SENTENCES sentences."""
+    out: dict[str, list[MessageIn]] = {}
+    sentences = 0
+    for sid in sessions:
+        out[sid] = _messages(store, sid)
+        sentences += sum(len(split_sentences(m.text)) for m in out[sid])
+        if sentences >= READ_AHEAD_SENTENCES:
+            break
+    return out
+
+
 def _roomy_page_cache(store: Store, kib: int = 65536) -> None:
     """Give this connection a page cache of at least `kib` KiB (SQLite's default is 2 MB).
 
@@ -209,8 +227,12 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: object | None, rebuil
             new_ids: set[str] = set()
             causal: list[tuple[str, str, str, str]] = []
             structural: list[EdgeRec] = []
+            ahead: dict[str, list[MessageIn]] = {}
             for n, sid in enumerate(pending, 1):
-                messages = _messages(store, sid)
+                if not use_llm and sid not in ahead:
+                    ahead = _read_ahead(store, pending[n - 1 :])
+                    rules.prefetch(list(ahead.values()))
+                messages = ahead.pop(sid) if sid in ahead else _messages(store, sid)
                 events = None
                 if use_llm and llm is not None:
                     from tracecli.graph.llm_extract import extract_with_llm

@@ -428,6 +428,15 @@ class RuleExtractor:
         others = [p for p in self.participants if p != speaker]
         return others[0] if len(others) == 1 else None
 
+    def prefetch(self, sessions: Sequence[Sequence[MessageIn]]) -> None:
+        """Parse the sentences of several sessions in one batch, so that `extract_session` finds them parsed.
+
+        spaCy works through a few hundred sentences at a time faster than through one session's few dozen.
+        The cache must hold them all: keep the batch well under `DocCache.maxsize` sentences.
+        """
+        texts = [t for messages in sessions for m in messages for t in split_sentences(m.text)]
+        self.docs.parse(texts, [_skipped(t.strip()) for t in texts])
+
     def extract_session(self, messages: Sequence[MessageIn], history: Sequence[EventOut] = ()) -> list[EventOut]:
         """Events of one session; `history` (earlier faceted events) resolves 'forget Oslo'-style revisions."""
         split = [split_sentences(m.text) for m in messages]

@@ -227,7 +227,7 @@ class DocCache:
     not modify them.
     """
 
-    def __init__(self, maxsize: int = 8192, batch_size: int = 64) -> None:
+    def __init__(self, maxsize: int = 8192, batch_size: int = 256) -> None:
         self.maxsize = maxsize
         self.batch_size = batch_size
         self._docs: OrderedDict[str, tuple[Any, bool]] = OrderedDict()  # text → (doc, parsed in full)

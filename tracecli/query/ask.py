@@ -22,7 +22,7 @@ from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
 from tracecli.query.answer import NOT_ENOUGH, Answer, answer_offline, newest_successor
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, qualified_ref, rank_paths, score_path, traverse
-from tracecli.query.retrieve import NoteHit, hybrid_search
+from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
 from tracecli.query.vectors import EventVectors
@@ -211,6 +211,14 @@ class Asker:
             dateparser.parse("1 February, 2023", languages=["en"], settings={"RETURN_AS_TIMEZONE_AWARE": False})
         return made
 
+    def _unmentioned(self, shape: QueryShape, conversation_ids: Sequence[str]) -> list[str]:
+        """The question's unknown names when it names no known person and no message mentions any of them."""
+        if shape.people or not shape.unknown:
+            return []
+        if any(mentions(self.store, word, conversation_ids) for word in shape.unknown):
+            return []
+        return list(shape.unknown)
+
     # -- the pipeline -----------------------------------------------------------------
     def ask(self, question: str, *, conversation_id: str | None = None, as_of: str | dt.datetime | None = None,
             budget: int | None = None, store_answer: bool = True, namespace: str | None = None) -> AskResult:
@@ -255,6 +263,10 @@ class Asker:
         best_cos = max([h.cosine for h in hits[:5]] + [0.0])
         ranked_events = self._rerank_sentences(scope, qvec, ranked_events)
         answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings)
+        if self._unmentioned(shape, scope.conversation_ids):
+            # "Where is Alice going?" over a chat where no Alice ever appears: whatever ranked best is about
+            # someone else, so say that nothing is known rather than answer with another person's facts
+            answer = Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
         context, shown_paths = self._context(scope, shape, answer, paths, hits, budget, as_of_iso, relevance, question)
         if self.llm is not None and getattr(self.llm, "is_available", False):
             from tracecli.query.llm_answer import answer_with_llm

@@ -65,6 +65,18 @@ def sparse_search(store: Store, question: str, conversation_ids: Sequence[str], 
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
+def mentions(store: Store, word: str, conversation_ids: Sequence[str]) -> bool:
+    """Whether any message of the conversations contains `word` (full-text, any case)."""
+    phrase = '"' + word.replace('"', " ") + '"'
+    marks = ",".join("?" for _ in conversation_ids)
+    row = store.execute(
+        f"SELECT 1 FROM notes_fts f CROSS JOIN notes n ON n.rowid = f.rowid "
+        f"WHERE notes_fts MATCH ? AND n.conversation_id IN ({marks}) LIMIT 1",
+        (phrase, *conversation_ids),
+    ).fetchone()
+    return row is not None
+
+
 def rrf(rankings: Sequence[Sequence[int]], k: int = 60) -> dict[int, float]:
     """Reciprocal rank fusion of several rankings of ids."""
     scores: dict[int, float] = {}

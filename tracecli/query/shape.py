@@ -59,6 +59,9 @@ class QueryShape:
     wants_current: bool = True
     before_event_verb: str | None = None
     back_when: str | None = None
+    #: capitalised words that look like names of someone or something but are not a known person
+    #: ("Where is Alice going?" over a chat between Erin and Maya); see `unknown_names`
+    unknown: list[str] = field(default_factory=list)
 
 
 def detect_wh(question: str) -> str:
@@ -89,6 +92,36 @@ def people_in(question: str, names: Sequence[str]) -> list[str]:
         if name and re.search(rf"\b{re.escape(name)}(?:'s|’s)?\b", question, re.I):
             found.append(name)
     return found
+
+
+_CALENDAR_WORDS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday "
+    "christmas easter eve halloween thanksgiving new year years ramadan diwali hanukkah".split()
+)
+_NAME_TOKEN = re.compile(r"(?<![\w'’-])([A-Z](?:[a-z]+|['’][A-Z][a-z]+)(?:-[A-Za-z][a-z]+)*)")
+# capitalised only because they open the question
+_OPENERS = frozenset(
+    "where when who whose whom which what why how is are was were am do does did has have had can could will would "
+    "should shall may might must tell list show give name remind please and but so if in on at by for from since "
+    "during after before as according the a an any anything everything someone somebody".split()
+)
+
+
+def unknown_names(question: str, names: Sequence[str]) -> list[str]:
+    """Capitalised words of the question that are no known name, month, day, holiday or question opener.
+
+    These are what the question is about when it names nobody the conversation knows; the asker checks
+    whether the conversation mentions them at all before answering about someone else.
+    """
+    known = {w.lower() for n in names for w in re.findall(r"[\w'’-]+", n)}
+    out: list[str] = []
+    for m in _NAME_TOKEN.finditer(question):
+        word, low = m.group(1), m.group(1).lower()
+        if low in known or low in _CALENDAR_WORDS or low in _OPENERS or word in out:
+            continue
+        out.append(word)
+    return out
 
 
 def _end_of(date: dt.date, granularity: str, phrase: str) -> dt.datetime:
@@ -136,7 +169,7 @@ def time_scope(question: str, now: dt.datetime | None) -> tuple[dt.datetime | No
 def shape_of(question: str, names: Sequence[str], now: dt.datetime | None, as_of: dt.datetime | None = None) -> QueryShape:
     """Read the question: plan, answer type, facets, people, time scope."""
     shape = QueryShape(plan=detect_plan(question), wh=detect_wh(question), facets=question_facets(question),
-                       people=people_in(question, names))
+                       people=people_in(question, names), unknown=unknown_names(question, names))
     if as_of is not None:
         shape.as_of, shape.as_of_source = as_of, "option"
     else:
