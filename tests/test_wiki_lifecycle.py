@@ -42,6 +42,18 @@ def _claims(store: Store, like: str) -> list[dict[str, Any]]:
 # -- the sample conversations ------------------------------------------------------------------
 
 
+def test_trajectory_of_event_is_each_events_newest_claim(store: Store) -> None:
+    life = Lifecycle(store, CID)
+    view = life.trajectory_of_event()
+    want = {}
+    for event_id, claim_ids in life.by_event.items():
+        newest = max((life.claims[c] for c in claim_ids), key=lambda r: r.idx)
+        if newest.trajectory_id:
+            want[event_id] = newest.trajectory_id
+    assert want and dict(view) == want and len(view) == len(want)
+    assert view.get("ev_not_there") is None and "ev_not_there" not in view
+
+
 def test_oslo_to_porto_is_a_revise_not_a_second_active_claim(store: Store) -> None:
     oslo = _claims(store, "Alice is moving to Oslo%")
     porto = _claims(store, "Alice is moving to Porto%")

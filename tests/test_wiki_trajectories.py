@@ -90,6 +90,15 @@ def test_prefilter_keeps_overlapping_candidates_up_to_the_cap() -> None:
     assert len(prefilter(Features(["nothing"], [], [], []), trajs, MatchSettings(), set())) == 80
 
 
+def test_top_keywords_follow_appended_snapshots() -> None:
+    t = new_trajectory("c", 0, "sn1", Features(["oslo", "flight", "trip"], [], [], []), _unit([1, 0]), None)
+    assert t.top_keywords(2) == {"flight", "oslo"}  # ties alphabetical
+    append_snapshot(t, "sn2", Features(["trip", "porto"], [], [], []), _unit([0, 1]), None)
+    assert t.top_keywords(2) == {"trip", "flight"}  # trip now counts twice; the kept answer was replaced
+    append_snapshot(t, "sn3", Features(["porto", "porto"], [], [], []), _unit([0, 1]), None)
+    assert t.top_keywords(1) == {"porto"} and t.top_keywords(2) == {"porto", "trip"}
+
+
 def test_new_and_append_keep_the_centroid() -> None:
     a, b = _unit([1, 0]), _unit([0, 1])
     t = new_trajectory("c", 0, "sn1", Features(["x"], [], [], []), a, "2024-01-01T00:00:00Z")

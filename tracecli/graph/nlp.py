@@ -210,13 +210,6 @@ def _ner_standalone(nlp: Any) -> bool:
     return "ner" in nlp.pipe_names and "Listener" not in str(tok2vec.get("@architectures", "Listener"))
 
 
-def parse_many(texts: list[str], batch_size: int = 64) -> list[Any]:
-    """Parse texts with nlp.pipe (one pass, batched)."""
-    nlp = get_nlp()
-    with one_blas_thread():
-        return list(nlp.pipe(texts, batch_size=batch_size))
-
-
 class DocCache:
     """Parsed texts by their text, so that a text said again (greetings, templates) is parsed once.
 

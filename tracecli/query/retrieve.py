@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import sqlite_vec
 
-from tracecli.store.db import Store
+from tracecli.store.db import Store, placeholders
 from tracecli.text import fts_query
 
 
@@ -68,10 +68,9 @@ def sparse_search(store: Store, question: str, conversation_ids: Sequence[str], 
 def mentions(store: Store, word: str, conversation_ids: Sequence[str]) -> bool:
     """Whether any message of the conversations contains `word` (full-text, any case)."""
     phrase = '"' + word.replace('"', " ") + '"'
-    marks = ",".join("?" for _ in conversation_ids)
     row = store.execute(
         f"SELECT 1 FROM notes_fts f CROSS JOIN notes n ON n.rowid = f.rowid "
-        f"WHERE notes_fts MATCH ? AND n.conversation_id IN ({marks}) LIMIT 1",
+        f"WHERE notes_fts MATCH ? AND n.conversation_id IN ({placeholders(conversation_ids)}) LIMIT 1",
         (phrase, *conversation_ids),
     ).fetchone()
     return row is not None

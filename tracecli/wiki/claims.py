@@ -556,11 +556,18 @@ def photo_drafts(msg: MessageRow) -> list[ClaimDraft]:
     return out
 
 
-def _sentence_parses(texts: Sequence[str]) -> dict[str, Any]:
-    from tracecli.graph.nlp import parse_many
+_DOCS: Any = None  # the process's DocCache of event quotes: a quote said again is parsed once per process
 
+
+def _sentence_parses(texts: Sequence[str]) -> dict[str, Any]:
+    """Full spaCy parses of the texts, by text (shared Docs: read them, never change them)."""
+    global _DOCS
+    if _DOCS is None:
+        from tracecli.graph.nlp import DocCache
+
+        _DOCS = DocCache()
     uniq = list(dict.fromkeys(t for t in texts if t))
-    return dict(zip(uniq, parse_many(uniq))) if uniq else {}
+    return dict(zip(uniq, _DOCS.parse(uniq))) if uniq else {}
 
 
 def _usable_events(events: Sequence[EventRow]) -> list[EventRow]:
