@@ -15,6 +15,7 @@ import random
 import pytest
 
 from tracecli.graph import extract as E
+from tracecli.graph import patterns as P
 from tracecli.graph.dates import _MONTH_NAMES, _WEEKDAYS, _quick, _resolve
 
 SENTENCES = [
@@ -135,14 +136,14 @@ def test_doc_cache_equals_fresh_parses() -> None:
 def test_cached_scan_equals_running_the_patterns() -> None:
     texts = SENTENCES + ["Flat white for me, always.", "Porto instead of Oslo, obviously.", "I used to love espresso"]
     for text in texts:
-        scan = E._scan(text)
-        rules = [(r, [m.span() for m in r.regex.finditer(text)]) for r in E.RULES]
+        scan = P._scan(text)
+        rules = [(r, [m.span() for m in r.regex.finditer(text)]) for r in P.RULES]
         assert [(r, [m.span() for m in ms]) for r, ms in scan.rules] == [(r, s) for r, s in rules if s]
         assert [[m.span() for m in ms] for ms in scan.substitutions] == \
-            [[m.span() for m in rx.finditer(text)] for rx in E.SUBSTITUTIONS]
+            [[m.span() for m in rx.finditer(text)] for rx in P.SUBSTITUTIONS]
         assert [[m.span() for m in ms] for ms in scan.retractions] == \
-            [[m.span() for m in rx.finditer(text)] for rx in E.RETRACTIONS]
-        assert [m and m.span() for m in scan.causes] == [(m := rx.match(text)) and m.span() for rx, _, _ in E._CAUSE_CUES]
+            [[m.span() for m in rx.finditer(text)] for rx in P.RETRACTIONS]
+        assert [m and m.span() for m in scan.causes] == [(m := rx.match(text)) and m.span() for rx, _, _ in P._CAUSE_CUES]
 
 
 def test_blis_can_be_kept(monkeypatch: pytest.MonkeyPatch) -> None:
