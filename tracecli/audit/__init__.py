@@ -31,144 +31,32 @@ import datetime as dt
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from tracecli.audit.report import (
+    AuditReport,
+    AuditSettings,
+    _Check,
+    CheckResult,
+    _cycles,
+    Disagreement,
+    Finding,
+    _json_list,
+    ReviewItem,
+    ReviewSide,
+    _Skip,
+    _time,
+)
+from tracecli.audit.wiki import WikiChecks
 from tracecli.graph.validity import INVALIDATED_BY_UPDATE, propagate
 from tracecli.scope import resolve_scope
 from tracecli.store.db import Store, placeholders
 from tracecli.store.migrations import migrations
 from tracecli.timeutil import parse_iso
 
-GROUPS = ("storage", "graph", "claims", "wiki", "answers")
-WIKI_TABLES = ("claims", "claim_ops", "trajectories", "snapshots", "wiki_pages")
 
-
-@dataclass(frozen=True)
-class AuditSettings:
-    """Thresholds of the audit."""
-
-    low_confidence: float = 0.8  # `updates` edges below this go to the review queue
-    max_findings_per_check: int = 50  # findings listed per check (all are counted)
-
-
-@dataclass
-class Finding:
-    """One problem: which check found it, how bad, what to look at."""
-
-    check: str
-    severity: str  # error | warning
-    message: str
-    conversation_id: str | None = None
-    refs: list[str] = field(default_factory=list)
-
-
-@dataclass
-class CheckResult:
-    """The outcome of one check."""
-
-    name: str
-    group: str
-    status: str  # ok | warning | error | skipped
-    checked: int = 0
-    errors: int = 0
-    warnings: int = 0
-    detail: str = ""
-
-
-@dataclass
-class Disagreement:
-    """A place where the claim lifecycle and the evidence graph tell different stories."""
-
-    conversation_id: str
-    kind: str  # revise_without_update | update_without_revise
-    claim_id: str | None
-    other_claim_id: str | None
-    event_id: str | None
-    other_event_id: str | None
-    message: str
-
-
-@dataclass
-class ReviewSide:
-    """One end of an edge under review, with its quote."""
-
-    event_id: str
-    subject: str
-    description: str
-    quote: str
-    time_anchor: str | None
-    validity: float
-    source_refs: list[str]
-
-
-@dataclass
-class ReviewItem:
-    """An edge a person should confirm: a contradiction or a low-confidence update."""
-
-    kind: str  # contradiction | low_confidence_update
-    conversation_id: str
-    edge_id: str
-    label: str
-    confidence: float
-    justification: str
-    newer: ReviewSide
-    older: ReviewSide
-
-
-@dataclass
-class AuditReport:
-    """What `tracecli audit --json` prints."""
-
-    db: str
-    conversation_ids: list[str]
-    schema_version: int
-    latest_schema_version: int
-    ok: bool
-    errors: int
-    warnings: int
-    checks: list[CheckResult]
-    findings: list[Finding]
-    disagreements: list[Disagreement]
-    review: list[ReviewItem]
-    counts: dict[str, int]
-
-
-class _Skip(Exception):
-    """Raised inside a check to mark it skipped, with the reason."""
-
-
-class _Check:
-    """Collects one check's findings; counts all, keeps the first `limit`."""
-
-    def __init__(self, name: str, limit: int) -> None:
-        self.name = name
-        self.limit = limit
-        self.checked = 0
-        self.errors = 0
-        self.warnings = 0
-        self.findings: list[Finding] = []
-
-    def error(self, message: str, cid: str | None = None, refs: Sequence[str] = ()) -> None:
-        self.errors += 1
-        self._keep(Finding(self.name, "error", message, cid, list(refs)))
-
-    def warn(self, message: str, cid: str | None = None, refs: Sequence[str] = ()) -> None:
-        self.warnings += 1
-        self._keep(Finding(self.name, "warning", message, cid, list(refs)))
-
-    def _keep(self, finding: Finding) -> None:
-        if len(self.findings) < self.limit:
-            self.findings.append(finding)
-
-
-def _short(text: str | None, n: int = 90) -> str:
-    t = " ".join((text or "").split())
-    return t if len(t) <= n else t[: n - 1] + "…"
-
-
-class _Auditor:
+class _Auditor(WikiChecks):
     def __init__(self, store: Store, cids: list[str], settings: AuditSettings, scoped: bool) -> None:
         self.store = store
         self.cids = cids
@@ -178,10 +66,7 @@ class _Auditor:
         self.findings: list[Finding] = []
         self.disagreements: list[Disagreement] = []
         self.review: list[ReviewItem] = []
-        self._events_cache: dict[str, dict[str, Any]] | None = None
-        self._edges_cache: list[dict[str, Any]] | None = None
-        self._claims_cache: dict[str, dict[str, Any]] | None = None
-        self._ops_cache: list[dict[str, Any]] | None = None
+        self._cache: dict[str, Any] = {}  # rows read once per audit (`scoped_rows`)
 
     # -- plumbing ------------------------------------------------------------------------
     def run(self, group: str, name: str, fn: Callable[[_Check], None]) -> None:
@@ -202,6 +87,14 @@ class _Auditor:
 
     def in_scope(self, column: str = "conversation_id") -> tuple[str, list[str]]:
         return f"{column} IN ({placeholders(self.cids)})", list(self.cids)
+
+    def scoped_rows(self, key: str, sql: str, *, by_id: bool = False) -> Any:
+        """The rows of `sql` with `{where}` set to the audit's scope, read once per audit (by id if asked)."""
+        if key not in self._cache:
+            where, params = self.in_scope()
+            rows = self.q(sql.format(where=where), params)
+            self._cache[key] = {r["id"]: r for r in rows} if by_id else rows
+        return self._cache[key]
 
     def has(self, *tables: str) -> bool:
         return all(self.store.has_table(t) for t in tables)
@@ -317,20 +210,14 @@ class _Auditor:
 
     # -- graph ---------------------------------------------------------------------------
     def _events(self) -> dict[str, dict[str, Any]]:
-        if self._events_cache is None:
-            where, params = self.in_scope()
-            self._events_cache = {r["id"]: r for r in self.q(
-                f"SELECT id, conversation_id, session_id, subject, description, quote, time_anchor, event_time, seq, "
-                f"sentence_idx, validity, valid_until FROM events WHERE {where}", params)}
-        return self._events_cache
+        return self.scoped_rows(
+            "events", "SELECT id, conversation_id, session_id, subject, description, quote, time_anchor, event_time, seq, "
+            "sentence_idx, validity, valid_until FROM events WHERE {where}", by_id=True)
 
     def _edges(self) -> list[dict[str, Any]]:
-        if self._edges_cache is None:
-            where, params = self.in_scope()
-            self._edges_cache = self.q(
-                f"SELECT id, conversation_id, src, dst, label, family, confidence, justification, invalidated_at "
-                f"FROM edges WHERE {where} ORDER BY id", params)
-        return self._edges_cache
+        return self.scoped_rows(
+            "edges", "SELECT id, conversation_id, src, dst, label, family, confidence, justification, invalidated_at "
+            "FROM edges WHERE {where} ORDER BY id")
 
     def event_sources(self, chk: _Check) -> None:
         events = self._events()
@@ -451,212 +338,6 @@ class _Auditor:
                 chk.error(f"`{e['label']}` edge {e['id']} leaves superseded event {e['src']} but is not invalidated",
                           e["conversation_id"], [e["id"], e["src"]])
 
-    # -- claims --------------------------------------------------------------------------
-    def _need_wiki(self, *tables: str) -> None:
-        missing = [t for t in tables if not self.store.has_table(t)]
-        if missing:
-            raise _Skip(f"no {', '.join(missing)} table (compile-wiki has not created it)")
-
-    def _claims(self) -> dict[str, dict[str, Any]]:
-        if self._claims_cache is None:
-            where, params = self.in_scope()
-            self._claims_cache = {r["id"]: r for r in self.q(
-                f"SELECT id, conversation_id, idx, snapshot_id, event_id, text, status, source_message_ids, "
-                f"supporting_quote, predecessor_id, successor_id FROM claims WHERE {where} ORDER BY conversation_id, idx", params)}
-        return self._claims_cache
-
-    def _ops(self) -> list[dict[str, Any]]:
-        if self._ops_cache is None:
-            where, params = self.in_scope()
-            self._ops_cache = self.q(
-                f"SELECT id, conversation_id, n, op, claim_id, target_id, status, event_id, reason, created_at "
-                f"FROM claim_ops WHERE {where} ORDER BY conversation_id, n", params)
-        return self._ops_cache
-
-    def claim_quotes(self, chk: _Check) -> None:
-        self._need_wiki("claims")
-        claims = self._claims()
-        ids = sorted({m for c in claims.values() for m in _json_list(c["source_message_ids"])})
-        texts: dict[str, str] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            texts.update({r[0]: r[1] for r in self.store.execute(
-                f"SELECT id, text FROM messages WHERE id IN ({placeholders(chunk)})", chunk)})
-        for cid_, c in claims.items():
-            chk.checked += 1
-            sources = _json_list(c["source_message_ids"])
-            missing = [m for m in sources if m not in texts]
-            if missing:
-                chk.error(f"claim {cid_} cites missing message(s) {', '.join(missing)}", c["conversation_id"], [cid_, *missing])
-            quote = c["supporting_quote"] or ""
-            if not quote.strip() or not any(quote in texts[m] for m in sources if m in texts):
-                chk.error(f"claim {cid_}: supporting quote \"{_short(quote, 60)}\" occurs in none of its source messages",
-                          c["conversation_id"], [cid_, *sources])
-
-    def deprecated_claims(self, chk: _Check) -> None:
-        self._need_wiki("claims", "claim_ops")
-        claims = self._claims()
-        deprecate_ops = {o["claim_id"] for o in self._ops() if o["op"] == "DEPRECATE"}
-        for cid_, c in claims.items():
-            if c["successor_id"] and c["successor_id"] not in claims:
-                chk.error(f"claim {cid_} names successor {c['successor_id']}, which does not exist", c["conversation_id"], [cid_])
-            if c["status"] != "deprecated":
-                continue
-            chk.checked += 1
-            if not c["successor_id"] and cid_ not in deprecate_ops:
-                chk.error(f"deprecated claim {cid_} has neither a successor nor a DEPRECATE op", c["conversation_id"], [cid_])
-
-    def op_log(self, chk: _Check) -> None:
-        self._need_wiki("claims", "claim_ops")
-        triggers = {r[0] for r in self.store.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-        for name in ("claim_ops_no_update", "claim_ops_no_delete"):
-            if name not in triggers:
-                chk.error(f"trigger {name} is missing: the op log is no longer protected against edits")
-        claims = self._claims()
-        by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for o in self._ops():
-            by_conv[o["conversation_id"]].append(o)
-        for cid in self.cids:
-            ops = by_conv.get(cid, [])
-            chk.checked += len(ops)
-            created: set[str] = set()
-            state: dict[str, tuple[str, str | None]] = {}
-            last_time = ""
-            for expect, o in enumerate(ops):
-                if o["n"] != expect:
-                    chk.error(f"op log of '{cid}' jumps from n={expect - 1} to n={o['n']} (an op is missing)", cid, [o["id"]])
-                    break
-                if o["created_at"] < last_time:
-                    chk.error(f"op {o['id']} (n={o['n']}) is dated before the op preceding it", cid, [o["id"]])
-                last_time = max(last_time, o["created_at"])
-                if o["claim_id"] not in claims:
-                    chk.error(f"op {o['id']} (n={o['n']}) names claim {o['claim_id']}, which does not exist", cid, [o["id"]])
-                if o["op"] in ("ADD", "REVISE"):
-                    if o["claim_id"] in created:
-                        chk.error(f"op {o['id']} (n={o['n']}) creates claim {o['claim_id']} a second time", cid, [o["id"]])
-                    created.add(o["claim_id"])
-                    state[o["claim_id"]] = (o["status"], None)
-                if o["op"] == "REVISE":
-                    if o["target_id"] not in created:
-                        chk.error(f"op {o['id']} (n={o['n']}) revises {o['target_id']} before any op created it", cid, [o["id"]])
-                    state[o["target_id"]] = ("deprecated", o["claim_id"])
-                if o["op"] == "DEPRECATE":
-                    if o["claim_id"] not in created:
-                        chk.error(f"op {o['id']} (n={o['n']}) deprecates {o['claim_id']} before any op created it", cid, [o["id"]])
-                    state[o["claim_id"]] = ("deprecated", None)
-            for claim_id, c in claims.items():
-                if c["conversation_id"] != cid:
-                    continue
-                want = state.get(claim_id)
-                if want is None:
-                    chk.error(f"claim {claim_id} was created by no op", cid, [claim_id])
-                elif (c["status"], c["successor_id"]) != want:
-                    chk.error(f"claim {claim_id}: stored ({c['status']}, successor {c['successor_id']}) but the op log "
-                              f"replays to ({want[0]}, successor {want[1]})", cid, [claim_id])
-
-    def graph_agreement(self, chk: _Check) -> None:
-        self._need_wiki("claims", "claim_ops")
-        claims = self._claims()
-        updates: dict[str, set[str]] = defaultdict(set)
-        contradicts: set[frozenset[str]] = set()
-        for e in self._edges():
-            if e["label"] == "updates":
-                updates[e["src"]].add(e["dst"])
-            elif e["label"] == "contradicts":
-                contradicts.add(frozenset((e["src"], e["dst"])))
-        for o in self._ops():
-            if o["op"] != "REVISE":
-                continue
-            chk.checked += 1
-            new, old = claims.get(o["claim_id"]), claims.get(o["target_id"])
-            if new is None or old is None:
-                continue  # op_log reports it
-            ev_new, ev_old = new["event_id"] or o["event_id"], old["event_id"]
-            reason = (o["reason"] or "").lower()
-            if reason.startswith("confirmed"):
-                continue  # a hedged claim restated without the hedge: no change of value
-            if o["status"] == "contradictory" and ev_old and any(ev_old in pair for pair in contradicts):
-                continue
-            if ev_new and ev_old and (ev_new == ev_old and o["status"] == "contradictory" or _reaches(updates, ev_new, ev_old)):
-                continue
-            msg = (f"REVISE {o['id']}: claim {o['claim_id']} replaces {o['target_id']} but the graph has no `updates` "
-                   f"edge from {ev_new or '(no event)'} to {ev_old or '(no event)'} ({_short(o['reason'], 60)})")
-            self.disagreements.append(Disagreement(o["conversation_id"], "revise_without_update", o["claim_id"],
-                                                   o["target_id"], ev_new, ev_old, msg))
-            chk.warn(msg, o["conversation_id"], [o["id"], o["claim_id"], o["target_id"]])
-        by_event: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for c in claims.values():
-            if c["event_id"]:
-                by_event[c["event_id"]].append(c)
-        # A claim the newer snapshot restated ("reaffirmed") legitimately stays current.
-        reaffirmed: set[tuple[str, str]] = set()
-        if self.has("snapshot_claims"):
-            reaffirmed = {(r[0], r[1]) for r in self.store.execute(
-                "SELECT snapshot_id, claim_id FROM snapshot_claims WHERE role = 'reaffirmed'")}
-        for e in self._edges():
-            if e["label"] != "updates" or not by_event.get(e["src"]) or not by_event.get(e["dst"]):
-                continue
-            chk.checked += 1
-            snaps = {c["snapshot_id"] for c in by_event[e["src"]]}
-            stale = [c for c in by_event[e["dst"]] if c["status"] != "deprecated"
-                     and not any((s, c["id"]) in reaffirmed for s in snaps)]
-            if stale:
-                msg = (f"`updates` edge {e['id']} supersedes event {e['dst']}, but its claim(s) "
-                       f"{', '.join(c['id'] for c in stale)} are still {stale[0]['status']}")
-                self.disagreements.append(Disagreement(e["conversation_id"], "update_without_revise", stale[0]["id"],
-                                                       None, e["src"], e["dst"], msg))
-                chk.warn(msg, e["conversation_id"], [e["id"], *(c["id"] for c in stale)])
-
-    # -- wiki ----------------------------------------------------------------------------
-    def _pages(self) -> list[dict[str, Any]]:
-        where, params = self.in_scope()
-        return self.q(f"SELECT rowid, id, conversation_id, slug, type, markdown, links FROM wiki_pages WHERE {where} "
-                      f"ORDER BY conversation_id, slug", params)
-
-    def citations(self, chk: _Check) -> None:
-        self._need_wiki("wiki_pages", "claims")
-        pages = self._pages()
-        if not pages:
-            raise _Skip("no wiki pages (compile-wiki has not run)")
-        slugs = {(p["conversation_id"], p["slug"]) for p in pages}
-        claim_ids = {r[0] for r in self.store.execute("SELECT id FROM claims")}
-        traj_ids = {r[0] for r in self.store.execute("SELECT id FROM trajectories")} if self.has("trajectories") else set()
-        cited_msgs = sorted({m for p in pages for m in re.findall(r"\bm_[0-9a-f]{12}\b", p["markdown"])})
-        msg_ids: set[str] = set()
-        for start in range(0, len(cited_msgs), 500):
-            chunk = cited_msgs[start:start + 500]
-            msg_ids |= {r[0] for r in self.store.execute(f"SELECT id FROM messages WHERE id IN ({placeholders(chunk)})", chunk)}
-        for p in pages:
-            chk.checked += 1
-            cid, md = p["conversation_id"], p["markdown"]
-            where = f"page {p['slug']} ({p['id']})"
-            for ref in sorted(set(re.findall(r"\bcl_[0-9a-f]{10}\b", md)) - claim_ids):
-                chk.error(f"{where} cites claim {ref}, which does not exist", cid, [p["id"], ref])
-            for ref in sorted(set(re.findall(r"\bm_[0-9a-f]{12}\b", md)) - msg_ids):
-                chk.error(f"{where} cites message {ref}, which does not exist", cid, [p["id"], ref])
-            for ref in sorted(set(re.findall(r"`(tr_[0-9a-f]{10})`", md)) - traj_ids):
-                chk.error(f"{where} lists trajectory {ref}, which does not exist", cid, [p["id"], ref])
-            linked = set(re.findall(r"\]\(([^)\s]+?)\.md\)", md)) | set(_json_list(p["links"]))
-            for slug in sorted(s for s in linked if (cid, s) not in slugs):
-                chk.error(f"{where} links to page '{slug}', which does not exist", cid, [p["id"], slug])
-
-    def coverage(self, chk: _Check) -> None:
-        self._need_wiki("wiki_pages", "trajectories", "wiki_page_trajectories")
-        pages = self._pages()
-        if not pages:
-            raise _Skip("no wiki pages (compile-wiki has not run)")
-        compiled = {p["conversation_id"] for p in pages}
-        reached = {r[0] for r in self.store.execute(
-            "SELECT wpt.trajectory_id FROM wiki_page_trajectories wpt JOIN wiki_pages p ON p.id = wpt.page_id "
-            "WHERE p.type != 'index'")}
-        where, params = self.in_scope()
-        for tid, cid in self.store.execute(f"SELECT id, conversation_id FROM trajectories WHERE {where} ORDER BY id", params):
-            if cid not in compiled:
-                continue
-            chk.checked += 1
-            if tid not in reached:
-                chk.error(f"trajectory {tid} is reachable only from the index page", cid, [tid])
-
     # -- answers -------------------------------------------------------------------------
     def answers(self, chk: _Check) -> None:
         rows = self.q("SELECT id, conversation_id, payload FROM answers ORDER BY created_at, id")
@@ -743,64 +424,6 @@ class _Auditor:
             self.review.append(ReviewItem(kind, e["conversation_id"], e["id"], e["label"], float(e["confidence"]),
                                           e["justification"], side(events[e["src"]]), side(events[e["dst"]])))
         self.review.sort(key=lambda r: (r.kind != "contradiction", r.confidence, r.conversation_id, r.edge_id))
-
-
-def _time(value: str | None) -> dt.datetime | None:
-    if not value:
-        return None
-    try:
-        return parse_iso(value)
-    except ValueError:
-        return None
-
-
-def _json_list(text: Any) -> list[str]:
-    try:
-        value = json.loads(text) if isinstance(text, str) else text
-    except ValueError:
-        return []
-    return [str(v) for v in value] if isinstance(value, list) else []
-
-
-def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
-    """Is `goal` reachable from `start` along `updates` edges (a chained revision)?"""
-    seen, stack = {start}, [start]
-    while stack:
-        node = stack.pop()
-        for nxt in graph.get(node, ()):
-            if nxt == goal:
-                return True
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return False
-
-
-def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
-    """Every cycle of `updates` edges, once each, by an iterative depth-first search."""
-    state: dict[str, int] = {}  # 1 = on the current path, 2 = finished
-    found: dict[frozenset[str], list[str]] = {}
-    for root in sorted(graph):
-        if root in state:
-            continue
-        path = [root]
-        state[root] = 1
-        stack: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph.get(root, []))))]
-        while stack:
-            node, children = stack[-1]
-            child = next(children, None)
-            if child is None:
-                stack.pop()
-                path.pop()
-                state[node] = 2
-            elif state.get(child) == 1:
-                cycle = path[path.index(child):]
-                found.setdefault(frozenset(cycle), cycle)
-            elif child not in state:
-                state[child] = 1
-                path.append(child)
-                stack.append((child, iter(sorted(graph.get(child, [])))))
-    return list(found.values())
 
 
 def run_audit(store: Store, conversation_id: str | None = None, settings: AuditSettings | None = None,
