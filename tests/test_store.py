@@ -236,3 +236,14 @@ def test_utc_now_format() -> None:
     import re
 
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", store_db.utc_now())
+
+
+def test_store_closes_when_its_with_block_ends(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        assert store.execute("SELECT 1").fetchone()[0] == 1
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.execute("SELECT 1")
+    with pytest.raises(RuntimeError), open_store(db_path) as again:
+        raise RuntimeError("a command failed")
+    with pytest.raises(sqlite3.ProgrammingError):
+        again.execute("SELECT 1")

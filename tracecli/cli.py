@@ -176,8 +176,7 @@ def ask_cmd(
     if (question is None) == (batch is None):
         raise BadInput("give a QUESTION or --batch FILE (not both)")
     items = read_batch(batch) if batch is not None else None
-    store = open_store(db, create=False)
-    try:
+    with open_store(db, create=False) as store:
         asker = Asker(store, llm=_chat_model(store))
         if items is not None:
             for item in items:
@@ -186,8 +185,6 @@ def ask_cmd(
                 render.emit_json_line(res)
             return
         result = asker.ask(question or "", conversation_id=conversation, as_of=as_of, budget=budget, namespace=namespace)
-    finally:
-        store.close()
     if as_json:
         render.emit_json(result)
     else:
@@ -210,11 +207,8 @@ def trace_cmd(
     from tracecli.query.trace import trace_answer
     from tracecli.store import open_store
 
-    store = open_store(db, create=False)
-    try:
+    with open_store(db, create=False) as store:
         result = trace_answer(store, answer_id, namespace=namespace)
-    finally:
-        store.close()
     if as_json:
         render.emit_json(result)
     else:
@@ -227,11 +221,8 @@ def stats_cmd(db: DbOpt = DEFAULT_DB, as_json: JsonOpt = False) -> None:
     from tracecli.stats import collect_stats
     from tracecli.store import open_store
 
-    store = open_store(db, create=False)
-    try:
+    with open_store(db, create=False) as store:
         st = collect_stats(store)
-    finally:
-        store.close()
     if as_json:
         render.emit_json(st)
     else:

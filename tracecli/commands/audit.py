@@ -90,11 +90,8 @@ def register(app: typer.Typer) -> None:
         from tracecli.errors import CheckFailed
         from tracecli.store import open_store
 
-        store = open_store(db, create=False)
-        try:
+        with open_store(db, create=False) as store:
             report = run_audit(store, conversation, namespace=namespace)
-        finally:
-            store.close()
         if as_json:
             render.emit_json(report)
         else:

@@ -100,11 +100,8 @@ def eval_store(db: Optional[Path]) -> Iterator[tuple[Any, str]]:
     else:
         tmp = tempfile.mkdtemp(prefix="tracecli-eval-")
         path, label = Path(tmp) / "eval.db", "(temporary)"
-    store = open_store(path)
-    try:
+    with open_store(path) as store:
         yield store, label
-    finally:
-        store.close()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -50,12 +50,9 @@ def forget_cmd(
     from tracecli.forget import forget
     from tracecli.store import open_store
 
-    store = open_store(db, create=False)
-    try:
+    with open_store(db, create=False) as store:
         receipt = forget(store, kind, targets, namespace=namespace,
                          conversation_id=conversation, dry_run=dry_run, vacuum=vacuum, recompile=_recompile)
-    finally:
-        store.close()
     if as_json:
         render.emit_json(receipt)
     else:

@@ -119,11 +119,8 @@ def register(app: typer.Typer) -> None:
         from tracecli.graph.inspect import event_detail
         from tracecli.store import open_store
 
-        store = open_store(db, create=False)
-        try:
+        with open_store(db, create=False) as store:
             detail = event_detail(store, event_id, namespace=namespace)
-        finally:
-            store.close()
         if as_json:
             render.emit_json(detail)
         else:
@@ -150,11 +147,8 @@ def register(app: typer.Typer) -> None:
         fmt = fmt.lower().strip()
         if fmt not in EXPORT_FORMATS:
             raise BadInput(f"unknown export format '{fmt}'; choose one of {', '.join(EXPORT_FORMATS)}")
-        store = open_store(db, create=False)
-        try:
+        with open_store(db, create=False) as store:
             export = export_graph(store, conversation, namespace=namespace)
-        finally:
-            store.close()
         text = serialise(export, fmt)
         if out is None:
             import sys

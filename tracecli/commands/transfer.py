@@ -38,11 +38,8 @@ def export_cmd(
     if as_json and out is None:
         raise BadInput("--json prints a summary on stdout; give --out FILE for the export itself")
     chosen = fmt or ("jsonl" if out is not None and out.suffix.lower() == ".jsonl" else "json")
-    store = open_store(db, create=False)
-    try:
+    with open_store(db, create=False) as store:
         text, result = export_data(store, chosen, namespace=namespace, conversation_id=conversation, derived=derived, out=out)
-    finally:
-        store.close()
     if out is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -69,11 +66,8 @@ def import_cmd(
     from tracecli.transfer import import_data, read_export
 
     data = read_export(file)
-    store = open_store(db)
-    try:
+    with open_store(db) as store:
         result = import_data(store, data, get_embedder())
-    finally:
-        store.close()
     if as_json:
         render.emit_json(result)
         return

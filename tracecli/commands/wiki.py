@@ -113,11 +113,8 @@ def wiki_list_cmd(
     """List wiki pages: slug, type, title and how many trajectories each links."""
     from tracecli.wiki import list_pages
 
-    store = _open(db)
-    try:
+    with _open(db) as store:
         pages = list_pages(store, conversation, page_type, namespace=namespace)
-    finally:
-        store.close()
     if as_json:
         render.emit_json({"pages": [_page_json(p) for p in pages]})
         return
@@ -142,11 +139,8 @@ def wiki_show_cmd(
 
     from tracecli.wiki import get_page
 
-    store = _open(db)
-    try:
+    with _open(db) as store:
         page = get_page(store, slug, conversation, namespace=namespace)
-    finally:
-        store.close()
     if as_json:
         render.emit_json(_page_json(page, markdown=True))
         return
@@ -166,11 +160,8 @@ def wiki_export_cmd(
     """Export every page as a markdown file with working relative links (Obsidian or any viewer)."""
     from tracecli.wiki import export_pages
 
-    store = _open(db)
-    try:
+    with _open(db) as store:
         written = export_pages(store, directory, conversation, namespace=namespace)
-    finally:
-        store.close()
     if as_json:
         render.emit_json({"directory": str(directory), "files": [
             {"conversation_id": c, "slug": s, "path": str(p)} for c, s, p in written]})
@@ -199,11 +190,8 @@ def claims_history_cmd(
     """Show the history of the facts matching QUERY: every op in order, with dates and source quotes."""
     from tracecli.wiki import claim_history
 
-    store = _open(db)
-    try:
+    with _open(db) as store:
         chains = claim_history(store, query, conversation, namespace=namespace)
-    finally:
-        store.close()
     if as_json:
         render.emit_json({"chains": chains})
         return

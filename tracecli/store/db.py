@@ -113,6 +113,12 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def vec0_path() -> str:
     """Where sqlite-vec's loadable extension lies: `sqlite_vec.loadable_path()` without importing `sqlite_vec`.
