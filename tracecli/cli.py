@@ -231,7 +231,7 @@ def stats_cmd(db: DbOpt = DEFAULT_DB, as_json: JsonOpt = False) -> None:
 
 def _register_command_groups() -> None:
     """Command groups that live in tracecli/commands/ (each adds its commands to `app`)."""
-    from tracecli.commands import audit, doctor, forget, graph, wiki
+    from tracecli.commands import audit, doctor, forget, graph, transfer, wiki
     from tracecli.commands import eval as eval_cmd
 
     wiki.register(app)
@@ -240,8 +240,6 @@ def _register_command_groups() -> None:
     audit.register(app)
     eval_cmd.register(app)
     forget.register(app)
-    from tracecli.commands import transfer
-
     transfer.register(app)
 
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracecli.errors import BadInput, NotFound
-from tracecli.scope import resolve_scope
-from tracecli.store.db import Store, dumps, placeholders, utc_now
+from tracecli.scope import namespace_of, namespaces, resolve_scope
+from tracecli.store.db import Store, dumps, execute_in, placeholders, utc_now
 from tracecli.text import short_hash
 
 KINDS = ("message", "session", "conversation", "speaker", "namespace")
@@ -48,7 +48,6 @@ COUNTED = (
     "answers", "answer_items", "llm_cache",
 )
 WIKI_TABLES = ("snapshot_claims", "claim_ops", "claims", "snapshots", "trajectories", "wiki_sessions")
-_CHUNK = 500
 
 
 @dataclass
@@ -88,17 +87,13 @@ class _DryRun(Exception):
     """Raised inside the transaction to roll a dry run back."""
 
 
-def _chunks(values: Sequence[Any]) -> list[Sequence[Any]]:
-    return [values[i:i + _CHUNK] for i in range(0, len(values), _CHUNK)]
-
-
 # -- resolving a target -------------------------------------------------------------------
 def _conversations_in(store: Store, namespace: str | None, conversation_id: str | None) -> list[str]:
     """Where a target is looked up: one namespace (as every command reads), or every one when namespace is None."""
     if namespace is not None:
         return list(resolve_scope(store, namespace, conversation_id).conversation_ids)
     if conversation_id:
-        if store.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
+        if namespace_of(store, conversation_id) is None:
             raise NotFound(f"no conversation '{conversation_id}' in {store.path.name}")
         return [conversation_id]
     return [r[0] for r in store.execute("SELECT id FROM conversations ORDER BY id")]
@@ -112,7 +107,7 @@ def resolve_messages(store: Store, kind: str, targets: Sequence[str], *, namespa
     if not targets:
         raise BadInput(f"name the {kind} to forget")
     if kind == "namespace":
-        known = {r[0] for r in store.execute("SELECT DISTINCT namespace FROM conversations")}
+        known = set(namespaces(store))
         for ns in targets:
             if ns not in known:
                 raise NotFound(f"no namespace '{ns}' in {store.path.name}")
@@ -237,9 +232,8 @@ def _diff(before: dict[str, int], erased: dict[str, int], after: dict[str, int])
 
 def _cascade(store: Store, message_ids: list[str], receipt: ForgetReceipt, keep_pages: bool) -> None:
     by_conv: dict[str, list[str]] = {}
-    for chunk in _chunks(message_ids):
-        for mid, cid in store.execute(f"SELECT id, conversation_id FROM messages WHERE id IN ({placeholders(chunk)})", list(chunk)):
-            by_conv.setdefault(cid, []).append(mid)
+    for mid, cid in execute_in(store, "SELECT id, conversation_id FROM messages WHERE id IN ({marks})", message_ids):
+        by_conv.setdefault(cid, []).append(mid)
     receipt.conversation_ids = sorted(by_conv)
     for cid in receipt.conversation_ids:
         total = store.execute("SELECT COUNT(*) FROM messages WHERE conversation_id = ?", (cid,)).fetchone()[0]
@@ -258,20 +252,17 @@ def _cascade(store: Store, message_ids: list[str], receipt: ForgetReceipt, keep_
 
 
 def _texts(store: Store, message_ids: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    for chunk in _chunks(message_ids):
-        out.extend(r[0] for r in store.execute(f"SELECT text FROM messages WHERE id IN ({placeholders(chunk)})", list(chunk)))
-    return [t for t in out if t.strip()]
+    rows = execute_in(store, "SELECT text FROM messages WHERE id IN ({marks})", message_ids)
+    return [r[0] for r in rows if r[0].strip()]
 
 
 def _drop_answers(store: Store, cid: str, message_ids: Sequence[str], texts: Sequence[str]) -> None:
     """Stored answers in scope of `cid` that cite a forgotten message or carry its text."""
     refs = set(message_ids)
-    for chunk in _chunks(message_ids):
-        for ref, mid in store.execute(f"SELECT source_ref, id FROM messages WHERE id IN ({placeholders(chunk)})", list(chunk)):
-            if ref:
-                refs.update((ref, f"{cid}:{ref}"))
-            refs.add(f"{cid}:{mid}")
+    for ref, mid in execute_in(store, "SELECT source_ref, id FROM messages WHERE id IN ({marks})", message_ids):
+        if ref:
+            refs.update((ref, f"{cid}:{ref}"))
+        refs.add(f"{cid}:{mid}")
     doomed = []
     for aid, scope, payload in store.execute("SELECT id, conversation_id, payload FROM answers ORDER BY id").fetchall():
         if cid not in (scope or "").split(","):
@@ -293,11 +284,9 @@ def _drop_llm_cache(store: Store, cid: str) -> None:
 
 
 def _drop_note_rows(store: Store, rowids: Sequence[int]) -> None:
-    for chunk in _chunks(list(rowids)):
-        marks = placeholders(chunk)
-        store.execute(f"DELETE FROM notes_fts WHERE rowid IN ({marks})", list(chunk))
-        if store.has_table("note_vectors"):
-            store.execute(f"DELETE FROM note_vectors WHERE rowid IN ({marks})", list(chunk))
+    execute_in(store, "DELETE FROM notes_fts WHERE rowid IN ({marks})", rowids)
+    if store.has_table("note_vectors"):
+        execute_in(store, "DELETE FROM note_vectors WHERE rowid IN ({marks})", rowids)
 
 
 def _drop_pages(store: Store, cid: str) -> None:
@@ -348,25 +337,17 @@ def _drop_messages(store: Store, cid: str, message_ids: list[str]) -> list[str]:
     from tracecli.graph.build import relink
     from tracecli.graph.hierarchy import refresh_topics
 
-    notes: dict[str, int] = {}
-    for chunk in _chunks(message_ids):
-        notes.update(store.execute(f"SELECT id, rowid FROM notes WHERE message_id IN ({placeholders(chunk)})", list(chunk)).fetchall())
-    doomed_events = _doomed_events(store, cid, set(message_ids), set(notes))
-    for chunk in _chunks(sorted(doomed_events)):
-        marks = placeholders(chunk)
-        store.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", [*chunk, *chunk])
-        store.execute(f"DELETE FROM event_notes WHERE event_id IN ({marks})", list(chunk))
-        store.execute(f"DELETE FROM events WHERE id IN ({marks})", list(chunk))
+    notes = dict(execute_in(store, "SELECT id, rowid FROM notes WHERE message_id IN ({marks})", message_ids))
+    doomed_events = sorted(_doomed_events(store, cid, set(message_ids), set(notes)))
+    execute_in(store, "DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", doomed_events)
+    execute_in(store, "DELETE FROM event_notes WHERE event_id IN ({marks})", doomed_events)
+    execute_in(store, "DELETE FROM events WHERE id IN ({marks})", doomed_events)
     note_ids = sorted(notes)
-    for chunk in _chunks(note_ids):
-        store.execute(f"DELETE FROM event_notes WHERE note_id IN ({placeholders(chunk)})", list(chunk))
+    execute_in(store, "DELETE FROM event_notes WHERE note_id IN ({marks})", note_ids)
     _drop_note_rows(store, sorted(notes.values()))
-    sessions = sorted({r[0] for chunk in _chunks(message_ids) for r in store.execute(
-        f"SELECT session_id FROM messages WHERE id IN ({placeholders(chunk)})", list(chunk))})
-    for chunk in _chunks(note_ids):
-        store.execute(f"DELETE FROM notes WHERE id IN ({placeholders(chunk)})", list(chunk))
-    for chunk in _chunks(message_ids):
-        store.execute(f"DELETE FROM messages WHERE id IN ({placeholders(chunk)})", list(chunk))
+    sessions = sorted({r[0] for r in execute_in(store, "SELECT session_id FROM messages WHERE id IN ({marks})", message_ids)})
+    execute_in(store, "DELETE FROM notes WHERE id IN ({marks})", note_ids)
+    execute_in(store, "DELETE FROM messages WHERE id IN ({marks})", message_ids)
     emptied = [s for s in sessions if store.execute("SELECT 1 FROM messages WHERE session_id = ? LIMIT 1", (s,)).fetchone() is None]
     for sid in emptied:
         _drop_session(store, cid, sid)
@@ -388,8 +369,8 @@ def _drop_messages(store: Store, cid: str, message_ids: list[str]) -> list[str]:
 
 def _doomed_events(store: Store, cid: str, message_ids: set[str], note_ids: set[str]) -> set[str]:
     """Events that rest on a forgotten note and whose quote no kept source still holds."""
-    touched = sorted({r[0] for chunk in _chunks(sorted(note_ids)) for r in store.execute(
-        f"SELECT event_id FROM event_notes WHERE note_id IN ({placeholders(chunk)})", list(chunk))})
+    touched = sorted({r[0] for r in execute_in(store, "SELECT event_id FROM event_notes WHERE note_id IN ({marks})",
+                                                sorted(note_ids))})
     doomed: set[str] = set()
     for eid in touched:
         quote = store.execute("SELECT quote FROM events WHERE id = ?", (eid,)).fetchone()[0] or ""
@@ -433,16 +414,14 @@ def forgotten_references(store: Store) -> list[tuple[str, str, str]]:
     found: list[tuple[str, str, str]] = []
     for fid, ids_json in store.execute("SELECT id, message_ids FROM forget_log ORDER BY created_at, id").fetchall():
         ids = json.loads(ids_json)
-        for chunk in _chunks(ids):
-            marks, params = placeholders(chunk), list(chunk)
-            for table, sql in (
-                ("messages", f"SELECT id FROM messages WHERE id IN ({marks})"),
-                ("notes", f"SELECT id FROM notes WHERE message_id IN ({marks})"),
-                ("claims", f"SELECT c.id FROM claims c, json_each(c.source_message_ids) j WHERE j.value IN ({marks})"),
-                ("claim_ops", f"SELECT o.id FROM claim_ops o, json_each(o.source_message_ids) j WHERE j.value IN ({marks})"),
-                ("snapshots", f"SELECT s.id FROM snapshots s, json_each(s.message_ids) j WHERE j.value IN ({marks})"),
-            ):
-                found.extend((fid, table, r[0]) for r in store.execute(sql, params))
+        for table, sql in (
+            ("messages", "SELECT id FROM messages WHERE id IN ({marks})"),
+            ("notes", "SELECT id FROM notes WHERE message_id IN ({marks})"),
+            ("claims", "SELECT c.id FROM claims c, json_each(c.source_message_ids) j WHERE j.value IN ({marks})"),
+            ("claim_ops", "SELECT o.id FROM claim_ops o, json_each(o.source_message_ids) j WHERE j.value IN ({marks})"),
+            ("snapshots", "SELECT s.id FROM snapshots s, json_each(s.message_ids) j WHERE j.value IN ({marks})"),
+        ):
+            found.extend((fid, table, r[0]) for r in execute_in(store, sql, ids))
     return found
 
 

@@ -51,7 +51,7 @@ from tracecli.audit.report import (
 from tracecli.audit.wiki import WikiChecks
 from tracecli.graph.validity import INVALIDATED_BY_UPDATE, propagate
 from tracecli.scope import resolve_scope
-from tracecli.store.db import Store, placeholders
+from tracecli.store.db import Store, execute_in, placeholders
 from tracecli.store.migrations import migrations
 from tracecli.timeutil import parse_iso
 
@@ -408,13 +408,12 @@ class _Auditor(WikiChecks):
             return
         ids = sorted({x for _, e in picked for x in (e["src"], e["dst"])})
         refs: dict[str, list[str]] = defaultdict(list)
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            for eid, ref in self.store.execute(
-                f"SELECT en.event_id, COALESCE(m.source_ref, m.id) FROM event_notes en JOIN notes n ON n.id = en.note_id "
-                f"JOIN messages m ON m.id = n.message_id WHERE en.event_id IN ({placeholders(chunk)}) ORDER BY m.seq", chunk
-            ):
-                refs[eid].append(ref)
+        for eid, ref in execute_in(
+            self.store,
+            "SELECT en.event_id, COALESCE(m.source_ref, m.id) FROM event_notes en JOIN notes n ON n.id = en.note_id "
+            "JOIN messages m ON m.id = n.message_id WHERE en.event_id IN ({marks}) ORDER BY m.seq", ids,
+        ):
+            refs[eid].append(ref)
 
         def side(ev: dict[str, Any]) -> ReviewSide:
             return ReviewSide(ev["id"], ev["subject"], ev["description"], ev["quote"], ev["time_anchor"],

@@ -14,7 +14,7 @@ from tracecli.audit.report import (
     _short,
     _Skip,
 )
-from tracecli.store.db import placeholders
+from tracecli.store.db import execute_in
 
 
 class WikiChecks:
@@ -41,11 +41,7 @@ class WikiChecks:
         self._need_wiki("claims")
         claims = self._claims()
         ids = sorted({m for c in claims.values() for m in _json_list(c["source_message_ids"])})
-        texts: dict[str, str] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            texts.update({r[0]: r[1] for r in self.store.execute(
-                f"SELECT id, text FROM messages WHERE id IN ({placeholders(chunk)})", chunk)})
+        texts = dict(execute_in(self.store, "SELECT id, text FROM messages WHERE id IN ({marks})", ids))
         for cid_, c in claims.items():
             chk.checked += 1
             sources = _json_list(c["source_message_ids"])
@@ -186,10 +182,7 @@ class WikiChecks:
         claim_ids = {r[0] for r in self.store.execute("SELECT id FROM claims")}
         traj_ids = {r[0] for r in self.store.execute("SELECT id FROM trajectories")} if self.has("trajectories") else set()
         cited_msgs = sorted({m for p in pages for m in re.findall(r"\bm_[0-9a-f]{12}\b", p["markdown"])})
-        msg_ids: set[str] = set()
-        for start in range(0, len(cited_msgs), 500):
-            chunk = cited_msgs[start:start + 500]
-            msg_ids |= {r[0] for r in self.store.execute(f"SELECT id FROM messages WHERE id IN ({placeholders(chunk)})", chunk)}
+        msg_ids = {r[0] for r in execute_in(self.store, "SELECT id FROM messages WHERE id IN ({marks})", cited_msgs)}
         for p in pages:
             chk.checked += 1
             cid, md = p["conversation_id"], p["markdown"]

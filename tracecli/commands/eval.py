@@ -173,19 +173,11 @@ def render_report(report: Any) -> None:
 
 def _finish(report: Any, as_json: bool, out: Optional[Path]) -> None:
     from tracecli import render
-    from tracecli.errors import BadInput
     from tracecli.evaluate.report import to_markdown
+    from tracecli.files import write_out
 
     if out is not None:
-        if out.is_dir():
-            raise BadInput(f"--out {out}: is a directory; give a file name")
-        tmp = out.with_name(out.name + ".tmp")
-        try:
-            tmp.write_text(to_markdown(report), encoding="utf-8")
-            tmp.replace(out)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise BadInput(f"cannot write {out}: {exc.strerror or exc}") from None
+        write_out(out, to_markdown(report))
     if as_json:
         render.emit_json(report)
     else:

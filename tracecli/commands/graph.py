@@ -156,15 +156,9 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(text)
             sys.stdout.flush()
             return
-        if out.is_dir():
-            raise BadInput(f"{out}: is a directory; give a file name to --out")
-        tmp = out.with_name(out.name + ".tmp")
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(out)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise BadInput(f"cannot write {out}: {exc.strerror or exc}") from None
+        from tracecli.files import write_out
+
+        write_out(out, text)
         render.show(f"[dim]wrote {len(export.nodes)} vertices and {len(export.edges)} edges to {out} ({fmt})[/]")
 
     group.command("show")(guarded(show_cmd))

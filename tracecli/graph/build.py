@@ -261,9 +261,7 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: object | None, rebuil
             _insert_edges(store, cid, support)
             result.pairs_considered = stats.pairs_considered
             result.pairs_possible = stats.pairs_possible
-            store.execute("DELETE FROM edges WHERE conversation_id = ? AND family = 'evolution'", (cid,))
-            _insert_edges(store, cid, evolution_edges(recs, link_settings))
-            apply_validity(store, cid)
+            relink(store, cid, link_settings, recs)
             now = utc_now()
             counts = {s["id"]: s["n"] for s in sessions}
             store.conn.executemany(
@@ -281,14 +279,15 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: object | None, rebuil
     return result
 
 
-def relink(store: Store, cid: str) -> None:
+def relink(store: Store, cid: str, link_settings: LinkSettings | None = None, recs: list[EventRec] | None = None) -> None:
     """Recompute one conversation's `updates`/`contradicts` edges and validity from the events it has now.
 
-    Used after events were removed (`tracecli forget`): a fact whose newer value
-    was forgotten becomes current again.
+    Every build ends with it; `tracecli forget` runs it after removing events, so a fact
+    whose newer value was forgotten becomes current again. `recs`: the events, if already read.
     """
     store.execute("DELETE FROM edges WHERE conversation_id = ? AND family = 'evolution'", (cid,))
-    _insert_edges(store, cid, evolution_edges(_event_recs(store, cid), LinkSettings()))
+    recs = _event_recs(store, cid) if recs is None else recs
+    _insert_edges(store, cid, evolution_edges(recs, link_settings or LinkSettings()))
     apply_validity(store, cid)
 
 

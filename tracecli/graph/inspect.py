@@ -19,7 +19,7 @@ from xml.etree import ElementTree as ET
 from tracecli.errors import BadInput, NotFound
 from tracecli.graph.build import conversation_ids
 from tracecli.scope import check_namespace, namespace_of
-from tracecli.store.db import Store
+from tracecli.store.db import Store, execute_in, placeholders
 
 EXPORT_FORMATS = ("json", "graphml", "dot")
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
@@ -178,15 +178,12 @@ def _describe_vertices(store: Store, ids: set[str]) -> dict[str, tuple[str, str,
     if not ids:
         return out
     id_list = sorted(ids)
-    for start in range(0, len(id_list), 500):
-        chunk = id_list[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for r in store.execute(f"SELECT id, description, validity FROM events WHERE id IN ({marks})", chunk):
-            out[r[0]] = ("event", r[1], float(r[2]))
-        for r in store.execute(f"SELECT id, idx, started_at FROM sessions WHERE id IN ({marks})", chunk):
-            out[r[0]] = ("session", _session_label(r[1], r[2]), None)
-        for r in store.execute(f"SELECT id, label FROM topics WHERE id IN ({marks})", chunk):
-            out[r[0]] = ("topic", _topic_label(r[0], r[1]), None)
+    for r in execute_in(store, "SELECT id, description, validity FROM events WHERE id IN ({marks})", id_list):
+        out[r[0]] = ("event", r[1], float(r[2]))
+    for r in execute_in(store, "SELECT id, idx, started_at FROM sessions WHERE id IN ({marks})", id_list):
+        out[r[0]] = ("session", _session_label(r[1], r[2]), None)
+    for r in execute_in(store, "SELECT id, label FROM topics WHERE id IN ({marks})", id_list):
+        out[r[0]] = ("topic", _topic_label(r[0], r[1]), None)
     return out
 
 
@@ -297,7 +294,7 @@ def export_graph(store: Store, conversation_id: str | None = None, namespace: st
             )
             out.nodes.append(node)
     known = {n["id"] for n in out.nodes}
-    marks = ",".join("?" * len(cids))
+    marks = placeholders(cids)
     for r in store.query(
         f"SELECT * FROM edges WHERE conversation_id IN ({marks}) ORDER BY conversation_id, family, label, src, dst", cids
     ):

@@ -10,9 +10,11 @@ is the slow generic one (a third of the parse time; see `_numpy_matmul`).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tracecli.blas import one_blas_thread
@@ -35,14 +37,14 @@ def get_nlp() -> Any:
 
         from tracecli.errors import ProviderError
 
+        ops: Callable[[], Any] = contextlib.nullcontext  # a fresh context per try: use_ops is single-use
+        if _numpy_matmul():
+            from thinc.api import use_ops
+
+            ops = functools.partial(use_ops, "numpy", use_blis=False)
         for name in MODEL_NAMES:
             try:
-                if _numpy_matmul():
-                    from thinc.api import use_ops
-
-                    with use_ops("numpy", use_blis=False):
-                        nlp = spacy.load(name, disable=["lemmatizer"])
-                else:
+                with ops():
                     nlp = spacy.load(name, disable=["lemmatizer"])
                 break
             except OSError:

@@ -39,14 +39,14 @@ class _Ctx:
 
     def text(self, obj: Any, key: str, where: str, *, allow_empty: bool = False) -> str:
         if not isinstance(obj, dict):
-            raise self.fail(where, f"is {_kind(obj)}, expected an object")
+            raise self.fail(where, f"is {value_kind(obj)}, expected an object")
         if key not in obj or obj[key] is None:
             raise self.fail(where, f"has no '{key}'")
         value = obj[key]
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
         if not isinstance(value, str):
-            raise self.fail(where, f"'{key}' is {_kind(value)}, expected text")
+            raise self.fail(where, f"'{key}' is {value_kind(value)}, expected text")
         if not allow_empty and not value.strip():
             raise self.fail(where, f"has an empty '{key}'")
         self.check_size(value, where)
@@ -70,7 +70,8 @@ class _Ctx:
             raise self.fail(where, f"has an unknown date: {exc}") from None
 
 
-def _kind(value: Any) -> str:
+def value_kind(value: Any) -> str:
+    """How a bad field reads in an error: 'an object', 'a list', 'text', 'a boolean', 'null' or 'a number'."""
     return {dict: "an object", list: "a list", str: "text", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number"
     )
@@ -198,7 +199,7 @@ def parse_file(
 
 def _native_message(ctx: _Ctx, raw: Any, where: str) -> ParsedMessage:
     if not isinstance(raw, dict):
-        raise ctx.fail(where, f"is {_kind(raw)}, expected a message object")
+        raise ctx.fail(where, f"is {value_kind(raw)}, expected a message object")
     speaker_key = next((k for k in ("speaker", "role", "author", "name") if k in raw), "speaker")
     text_key = next((k for k in ("text", "content") if k in raw), "text")
     speaker = ctx.text(raw, speaker_key, where)
@@ -245,11 +246,11 @@ def _parse_native(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
         # A bundle of native conversations: what `tracecli export --format json` writes.
         raw_convs = data["conversations"]
         if not isinstance(raw_convs, list):
-            raise ctx.fail("'conversations'", f"is {_kind(raw_convs)}, expected a list")
+            raise ctx.fail("'conversations'", f"is {value_kind(raw_convs)}, expected a list")
         convs: list[ParsedConversation] = []
         for i, raw in enumerate(raw_convs):
             if not isinstance(raw, dict):
-                raise ctx.fail(f"conversations[{i}]", f"is {_kind(raw)}, expected a conversation object")
+                raise ctx.fail(f"conversations[{i}]", f"is {value_kind(raw)}, expected a conversation object")
             convs.extend(_parse_native_conversation(ctx, raw, f"conversations[{i}].", f"{ctx.path.stem}-{i}"))
         return convs
     return _parse_native_conversation(ctx, data, "", ctx.path.stem)
@@ -259,17 +260,17 @@ def _parse_native_conversation(ctx: _Ctx, data: Any, prefix: str, default_id: st
     if isinstance(data, list):
         data = {"messages": data}
     if not isinstance(data, dict):
-        raise ctx.fail("", f"top level is {_kind(data)}, expected an object or a list of messages")
+        raise ctx.fail("", f"top level is {value_kind(data)}, expected an object or a list of messages")
     conv_id = str(data.get("conversation_id") or data.get("id") or default_id)
     if "sessions" in data:
         raw_sessions = data["sessions"]
         if not isinstance(raw_sessions, list):
-            raise ctx.fail(f"'{prefix}sessions'", f"is {_kind(raw_sessions)}, expected a list")
+            raise ctx.fail(f"'{prefix}sessions'", f"is {value_kind(raw_sessions)}, expected a list")
         sessions = []
         for i, raw in enumerate(raw_sessions):
             where = f"{prefix}sessions[{i}]"
             if not isinstance(raw, dict):
-                raise ctx.fail(where, f"is {_kind(raw)}, expected a session object")
+                raise ctx.fail(where, f"is {value_kind(raw)}, expected a session object")
             msgs_raw = raw.get("messages")
             if not isinstance(msgs_raw, list):
                 raise ctx.fail(where, "has no 'messages' list")
@@ -285,7 +286,7 @@ def _parse_native_conversation(ctx: _Ctx, data: Any, prefix: str, default_id: st
     elif "messages" in data:
         raw_msgs = data["messages"]
         if not isinstance(raw_msgs, list):
-            raise ctx.fail(f"'{prefix}messages'", f"is {_kind(raw_msgs)}, expected a list")
+            raise ctx.fail(f"'{prefix}messages'", f"is {value_kind(raw_msgs)}, expected a list")
         msgs = [_native_message(ctx, m, f"{prefix}messages[{j}]") for j, m in enumerate(raw_msgs)]
         sessions = split_by_gap(msgs, ctx.gap_hours)
     else:
@@ -333,7 +334,7 @@ def _parse_locomo(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
             swhere = f"{where}.conversation.{key}"
             turns = conv[key]
             if not isinstance(turns, list):
-                raise ctx.fail(swhere, f"is {_kind(turns)}, expected a list of turns")
+                raise ctx.fail(swhere, f"is {value_kind(turns)}, expected a list of turns")
             date_raw = conv.get(f"{key}_date_time")
             started = None
             if date_raw is not None:
@@ -400,7 +401,7 @@ def _parse_longmemeval(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
                 except ValueError:
                     raise ctx.fail(f"{where}.haystack_dates[{i}]", f"has an unknown date: {dates[i]!r}") from None
             if not isinstance(turns, list):
-                raise ctx.fail(swhere, f"is {_kind(turns)}, expected a list of turns")
+                raise ctx.fail(swhere, f"is {value_kind(turns)}, expected a list of turns")
             msgs = []
             for j, turn in enumerate(turns):
                 twhere = f"{swhere}[{j}]"

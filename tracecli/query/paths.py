@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tracecli.query.settings import AskSettings
-from tracecli.store.db import Store
+from tracecli.store.db import Store, placeholders
 
 TIME_ORDERED = ("before", "causes", "enables", "prevents")
 
@@ -95,7 +95,7 @@ def qualified_ref(conversation_id: str, ref: str) -> str:
 
 def load_graph(store: Store, conversation_ids: Sequence[str]) -> Graph:
     """Read events and edges of the given conversations."""
-    marks = ",".join("?" for _ in conversation_ids)
+    marks = placeholders(conversation_ids)
     events: dict[str, EventNode] = {}
     for r in store.query(f"SELECT * FROM events WHERE conversation_id IN ({marks})", list(conversation_ids)):
         events[r["id"]] = EventNode(

@@ -54,7 +54,7 @@ def sparse_search(store: Store, question: str, conversation_ids: Sequence[str], 
     expr = fts_query(question)
     if not expr:
         return []
-    marks = ",".join("?" for _ in conversation_ids)
+    marks = placeholders(conversation_ids)
     # CROSS JOIN keeps the full-text match as the outer loop: with a plain JOIN the planner walks the
     # conversation's notes and re-runs the MATCH once per note (~16 ms instead of ~1 ms on 400 notes).
     rows = store.execute(
@@ -89,7 +89,7 @@ def note_rows(store: Store, rowids: Sequence[int]) -> dict[int, dict]:
     """Note and message fields for the given note rowids."""
     if not rowids:
         return {}
-    marks = ",".join("?" for _ in rowids)
+    marks = placeholders(rowids)
     return {
         r["rowid"]: r
         for r in store.query(
@@ -104,7 +104,7 @@ def note_vectors(store: Store, rowids: Sequence[int]) -> dict[int, np.ndarray]:
     """Stored vectors of notes by rowid."""
     if not rowids:
         return {}
-    marks = ",".join("?" for _ in rowids)
+    marks = placeholders(rowids)
     return {
         int(r[0]): np.frombuffer(r[1], dtype=np.float32)
         for r in store.execute(f"SELECT rowid, embedding FROM note_vectors WHERE rowid IN ({marks})", list(rowids))

@@ -17,7 +17,7 @@ from typing import Any
 
 from tracecli.errors import NotFound
 from tracecli.scope import DEFAULT_NAMESPACE, check_namespace, namespace_of
-from tracecli.store.db import Store
+from tracecli.store.db import Store, placeholders
 from tracecli.text import content_words
 
 TRACE_WEIGHTS = {"as": 0.35, "qs": 0.25, "pc": 0.2, "tc": 0.1, "bonus": 0.1}
@@ -101,7 +101,7 @@ def _answer_namespace(store: Store, asked: dict[str, Any], conversations: list[s
 def _events(store: Store, ids: list[str]) -> list[dict[str, Any]]:
     if not ids:
         return []
-    marks = ",".join("?" for _ in ids)
+    marks = placeholders(ids)
     rows = {r["id"]: r for r in store.query(
         f"SELECT id, type, subject, description, quote, time_anchor, event_time, facet, value, validity, valid_until "
         f"FROM events WHERE id IN ({marks})", ids)}
@@ -127,7 +127,7 @@ def _messages(store: Store, refs: list[str], conversations: list[str]) -> list[d
         conv, sep, rest = ref.partition(":")
         if sep and conv in conversations and len(conversations) > 1:
             scope, plain = [conv], rest  # a qualified ref: 'conversation:source_ref'
-        marks = ",".join("?" for _ in scope) or "''"
+        marks = placeholders(scope) or "''"
         row = store.query(
             f"SELECT id, source_ref, conversation_id, speaker, timestamp, text FROM messages "
             f"WHERE (source_ref = ? OR id = ?) AND conversation_id IN ({marks}) ORDER BY seq LIMIT 1",

@@ -19,7 +19,7 @@ import numpy as np
 import pysqlite3.dbapi2 as sqlite3
 
 from tracecli.query.paths import EventNode
-from tracecli.store.db import Store
+from tracecli.store.db import Store, placeholders
 from tracecli.text import short_hash
 
 
@@ -55,7 +55,7 @@ class EventVectors:
         """Read the stored vectors of `events` that match their sentence and this model."""
         if not self.store.has_table("event_vectors") or not self.conversation_ids:
             return
-        marks = ",".join("?" for _ in self.conversation_ids)
+        marks = placeholders(self.conversation_ids)
         want = {ev.id: quote_hash(ev.quote) for ev in events}
         for eid, qhash, blob in self.store.execute(
             f"SELECT event_id, quote_hash, embedding FROM event_vectors WHERE conversation_id IN ({marks}) AND model = ?",

@@ -87,6 +87,15 @@ class Store:
             return None
         return model, int(dim)
 
+    def model_mismatch(self, model_id: str, dim: int) -> ModelMismatch:
+        """The error for vectors of `model_id` (`dim`-d) offered to a file bound to another model."""
+        current = self.embedding_model() or ("?", 0)
+        return ModelMismatch(
+            f"{self.path.name} holds vectors of {current[0]} ({current[1]}-d); "
+            f"refusing to mix in vectors of {model_id} ({dim}-d). "
+            "Use the same embedder, or a new database file."
+        )
+
     def bind_embedding_model(self, model_id: str, dim: int) -> None:
         """Record the embedding model on first use; refuse a different one later."""
         current = self.embedding_model()
@@ -95,11 +104,7 @@ class Store:
             self.set_meta("embed_dim", str(dim))
             current = (model_id, dim)
         elif current != (model_id, dim):
-            raise ModelMismatch(
-                f"{self.path.name} holds vectors of {current[0]} ({current[1]}-d); "
-                f"refusing to mix in vectors of {model_id} ({dim}-d). "
-                "Use the same embedder, or a new database file."
-            )
+            raise self.model_mismatch(model_id, dim)
         for table in VECTOR_TABLES:
             self.execute(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
@@ -186,9 +191,27 @@ def placeholders(values: Sequence[Any]) -> str:
     return ",".join("?" * len(values))
 
 
+#: values bound per statement by `execute_in` (SQLite allows 32,766 parameters; short lists keep plans simple)
+IN_CHUNK = 500
+
+
+def execute_in(store: Store, sql: str, values: Sequence[Any], chunk: int = IN_CHUNK) -> list[tuple[Any, ...]]:
+    """Run `sql` once per chunk of `values` and return every row (none for a DELETE or UPDATE).
+
+    `sql` marks where the chunk's placeholders go with `{marks}`; each occurrence binds the chunk again.
+    """
+    values = list(values)
+    times = sql.count("{marks}")
+    rows: list[tuple[Any, ...]] = []
+    for start in range(0, len(values), chunk):
+        part = values[start : start + chunk]
+        rows.extend(store.execute(sql.replace("{marks}", placeholders(part)), part * times).fetchall())
+    return rows
+
+
 def dumps(value: Any) -> str:
     """Compact, key-sorted JSON for columns that hold lists or objects."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["Store", "open_store", "utc_now", "dumps", "placeholders", "MIGRATION_SET"]
+__all__ = ["Store", "open_store", "utc_now", "dumps", "placeholders", "execute_in", "MIGRATION_SET"]

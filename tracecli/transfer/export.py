@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tracecli.errors import BadInput, NotFound
+from tracecli.files import write_out
 from tracecli.ingest.pipeline import message_hash
 from tracecli.store.db import Store
 from tracecli.transfer.model import (
@@ -195,16 +195,7 @@ def export_data(
     text = serialize(data, fmt)
     raw = text.encode("utf-8")
     if out is not None:
-        path = Path(out)
-        if path.is_dir():
-            raise BadInput(f"{path}: is a directory; give --out a file name")
-        tmp = path.with_name(path.name + ".tmp")
-        try:
-            tmp.write_bytes(raw)
-            os.replace(tmp, path)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise BadInput(f"{path}: cannot be written ({exc.strerror})") from None
+        write_out(out, raw)
     result = ExportResult(
         format=fmt, out=None if out is None else str(out), derived=derived,
         conversations=[c.conversation_id for c in data.conversations], tables=_counts(data), bytes=len(raw),

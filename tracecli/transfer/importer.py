@@ -13,7 +13,7 @@ from tracecli.errors import BadInput, ModelMismatch
 from tracecli.ingest.model import ParsedConversation, ParsedMessage, ParsedSession
 from tracecli.ingest.pipeline import ingest_parsed, message_hash, session_id
 from tracecli.providers.embeddings import Embedder
-from tracecli.store.db import Store, dumps
+from tracecli.store.db import Store, dumps, execute_in, placeholders
 from tracecli.transfer.export import read_conversation
 from tracecli.transfer.model import (
     DERIVED_TABLES, ConversationImport, ExportConversation, ExportData, ExportMessage, ExportSession, ImportResult,
@@ -114,7 +114,7 @@ def _insert_rows(store: Store, data: ExportData, table: str, rows: list[dict[str
     for row in rows:
         cols = list(row)
         try:
-            store.execute(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+            store.execute(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({placeholders(cols)})",
                           [row[c] for c in cols])
         except sqlite3.IntegrityError as exc:
             key = row.get("id") or ", ".join(f"{k}={row[k]}" for k in cols[:2])
@@ -124,13 +124,7 @@ def _insert_rows(store: Store, data: ExportData, table: str, rows: list[dict[str
 def _renumber_pages(store: Store, pages: list[dict[str, Any]]) -> None:
     """Keep the exported page rowids (routing breaks ties by them) unless one is taken; then append, in order."""
     wanted = [p["rowid"] for p in pages if p.get("rowid") is not None]
-    taken = False
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start:start + 500]
-        marks = ",".join("?" for _ in chunk)
-        if store.execute(f"SELECT 1 FROM wiki_pages WHERE rowid IN ({marks}) LIMIT 1", chunk).fetchone():
-            taken = True
-            break
+    taken = bool(execute_in(store, "SELECT 1 FROM wiki_pages WHERE rowid IN ({marks}) LIMIT 1", wanted))
     if not taken and len(set(wanted)) == len(wanted) == len(pages):
         return
     nxt = store.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM wiki_pages").fetchone()[0]
@@ -182,10 +176,7 @@ def import_data(store: Store, data: ExportData, embedder: Embedder) -> ImportRes
     bound = store.embedding_model()
     mine = (embedder.id, int(embedder.dimension))
     if new and bound is not None and bound != mine:
-        raise ModelMismatch(
-            f"{store.path.name} holds vectors of {bound[0]} ({bound[1]}-d); refusing to mix in vectors of "
-            f"{mine[0]} ({mine[1]}-d). Use the same embedder, or a new database file."
-        )
+        raise store.model_mismatch(*mine)
     if has_rows and data.embedding_model is not None and data.embedding_model != mine:
         raise ModelMismatch(
             f"{data.source} was built with {data.embedding_model[0]} ({data.embedding_model[1]}-d) and its derived rows "

@@ -165,11 +165,8 @@ def schema_columns() -> dict[str, list[Column]]:
     """The derived tables' columns in this tracecli's schema (read from a blank in-memory database)."""
     from tracecli.store.db import open_store
 
-    store = open_store(":memory:")
-    try:
+    with open_store(":memory:") as store:
         return {t: _columns(store, t) for t in DERIVED_TABLES}
-    finally:
-        store.close()
 
 
 def row_owners(data: ExportData) -> dict[str, list[str | None]]:

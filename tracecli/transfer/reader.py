@@ -8,19 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from tracecli.errors import BadInput
-from tracecli.ingest.formats import load_document, read_text
+from tracecli.ingest.formats import load_document, read_text, value_kind
 from tracecli.transfer.model import (
     DERIVED_TABLES, EXPORT_FORMAT, EXPORT_VERSION, PARENT, ExportConversation, ExportData, ExportMessage, ExportSession,
     row_owners, schema_columns,
 )
 
 # -- reading an export --------------------------------------------------------------------------
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    return {dict: "an object", list: "a list", str: "text", type(None): "null"}.get(type(value), "a number")
 
 
 class _Reader:
@@ -34,7 +28,7 @@ class _Reader:
 
     def obj(self, value: Any, where: str) -> dict[str, Any]:
         if not isinstance(value, dict):
-            raise self.fail(where, f"is {_kind(value)}, expected an object")
+            raise self.fail(where, f"is {value_kind(value)}, expected an object")
         return value
 
     def get(self, obj: dict[str, Any], key: str, where: str) -> Any:
@@ -47,7 +41,7 @@ class _Reader:
         if value is None and optional:
             return None
         if not isinstance(value, str):
-            raise self.fail(where, f"'{key}' is {_kind(value)}, expected text")
+            raise self.fail(where, f"'{key}' is {value_kind(value)}, expected text")
         if nonempty and not value.strip():
             raise self.fail(where, f"has an empty '{key}'")
         return value
@@ -55,13 +49,13 @@ class _Reader:
     def integer(self, obj: dict[str, Any], key: str, where: str) -> int:
         value = self.get(obj, key, where)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(where, f"'{key}' is {_kind(value)}, expected a whole number")
+            raise self.fail(where, f"'{key}' is {value_kind(value)}, expected a whole number")
         return value
 
     def items(self, obj: dict[str, Any], key: str, where: str) -> list[Any]:
         value = self.get(obj, key, where)
         if not isinstance(value, list):
-            raise self.fail(where, f"'{key}' is {_kind(value)}, expected a list")
+            raise self.fail(where, f"'{key}' is {value_kind(value)}, expected a list")
         return value
 
     def header(self, obj: dict[str, Any], where: str) -> tuple[bool, tuple[str, int] | None]:
@@ -75,7 +69,7 @@ class _Reader:
             raise self.fail(where, f"is export version {version}; this tracecli reads version {EXPORT_VERSION}{newer}")
         derived = obj.get("derived", False)
         if not isinstance(derived, bool):
-            raise self.fail(where, f"'derived' is {_kind(derived)}, expected true or false")
+            raise self.fail(where, f"'derived' is {value_kind(derived)}, expected true or false")
         model = obj.get("embedding_model")
         if model is None:
             return derived, None
@@ -122,12 +116,12 @@ class _Reader:
                 continue
             v = row[c.name]
             if isinstance(v, (dict, list)):
-                raise self.fail(where, f"'{c.name}' is {_kind(v)}, expected a single value")
+                raise self.fail(where, f"'{c.name}' is {value_kind(v)}, expected a single value")
             if v is None and c.required:
                 raise self.fail(where, f"'{c.name}' is null (table {table} needs a value)")
             if c.type == "BLOB" and v is not None:
                 if not isinstance(v, str):
-                    raise self.fail(where, f"'{c.name}' is {_kind(v)}, expected base64 text")
+                    raise self.fail(where, f"'{c.name}' is {value_kind(v)}, expected base64 text")
                 try:
                     v = base64.b64decode(v, validate=True)
                 except (binascii.Error, ValueError):
@@ -155,7 +149,7 @@ def _from_json(r: _Reader, doc: Any) -> ExportData:
         tables = r.obj(tables, "'tables'")
         for name, rows in tables.items():
             if not isinstance(rows, list):
-                raise r.fail(f"tables.{name}", f"is {_kind(rows)}, expected a list of rows")
+                raise r.fail(f"tables.{name}", f"is {value_kind(rows)}, expected a list of rows")
             data.tables[name] = [r.row(name, row, f"tables.{name}[{k}]") for k, row in enumerate(rows)]
     return data
 

@@ -37,7 +37,7 @@ from tracecli.errors import NoAnswer, NotFound
 from tracecli.graph import facets as F
 from tracecli.graph.link import MULTI_VALUED_PREFIXES
 from tracecli.scope import resolve_scope
-from tracecli.store.db import Store, dumps, utc_now
+from tracecli.store.db import Store, dumps, placeholders, utc_now
 from tracecli.text import content_words, short_hash
 from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow, norm_text
 
@@ -446,7 +446,7 @@ def claim_history(store: Store, query: str, conversation_id: str | None = None, 
     """Histories of the claims (of one conversation or a namespace) matching a claim id (or id prefix) or a query's words."""
     cids = resolve_scope(store, namespace, conversation_id).conversation_ids
     params: list[Any] = list(cids)
-    where = f" AND conversation_id IN ({','.join('?' for _ in cids)})"
+    where = f" AND conversation_id IN ({placeholders(cids)})"
     q = query.strip()
     if _CLAIM_ID.match(q):
         rows = store.query(f"SELECT * FROM claims WHERE id LIKE ?{where} ORDER BY conversation_id, idx", (q + "%", *params))
@@ -498,7 +498,7 @@ def _chain_of(store: Store, claim: Mapping[str, Any]) -> tuple[tuple[str, str], 
 
 
 def _render_chain(store: Store, cid: str, fact: str, members: set[str]) -> ClaimChain:
-    marks = ",".join("?" for _ in members)
+    marks = placeholders(members)
     claims = {r["id"]: r for r in store.query(f"SELECT * FROM claims WHERE id IN ({marks})", tuple(members))}
     ops = store.query(
         f"SELECT * FROM claim_ops WHERE conversation_id = ? AND (claim_id IN ({marks}) OR target_id IN ({marks})) "
@@ -508,7 +508,7 @@ def _render_chain(store: Store, cid: str, fact: str, members: set[str]) -> Claim
     msg_ids = {m for o in ops for m in json.loads(o["source_message_ids"])}
     msgs = {}
     if msg_ids:
-        mm = ",".join("?" for _ in msg_ids)
+        mm = placeholders(msg_ids)
         msgs = {r[0]: (r[1], r[2]) for r in store.execute(f"SELECT id, timestamp, source_ref FROM messages WHERE id IN ({mm})", tuple(msg_ids))}
     steps = []
     for o in ops:

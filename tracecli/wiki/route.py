@@ -21,7 +21,7 @@ from typing import Any
 
 from tracecli.errors import BadInput, NotFound
 from tracecli.scope import resolve_scope
-from tracecli.store.db import Store
+from tracecli.store.db import Store, placeholders
 from tracecli.text import fts_query
 
 RRF_K = 60
@@ -84,7 +84,7 @@ def active_claims_for_pages(store: Store, page_ids: Sequence[str]) -> list[dict[
     if not page_ids:
         return []
     order = {pid: n for n, pid in enumerate(page_ids)}
-    marks = ",".join("?" for _ in order)
+    marks = placeholders(order)
     rows = store.query(
         "SELECT c.*, wpt.page_id AS page_id FROM wiki_page_trajectories wpt "
         "JOIN claims c ON c.trajectory_id = wpt.trajectory_id "
@@ -97,7 +97,7 @@ def active_claims_for_pages(store: Store, page_ids: Sequence[str]) -> list[dict[
     msg_ids = {m for r in rows for m in json.loads(r["source_message_ids"])}
     anchors: dict[str, tuple[str | None, str | None]] = {}
     if msg_ids:
-        mm = ",".join("?" for _ in msg_ids)
+        mm = placeholders(msg_ids)
         anchors = {r[0]: (r[1], r[2]) for r in store.execute(
             f"SELECT id, source_ref, timestamp FROM messages WHERE id IN ({mm})", tuple(msg_ids))}
     for r in rows:
@@ -121,7 +121,7 @@ def claims_for_refs(store: Store, refs: Sequence[str], conversation_ids: Sequenc
     convs = list(conversation_ids)  # never widened: an empty scope reads nothing (namespaces stay apart)
     if not refs or not convs or not store.has_table("claims"):
         return []
-    cm, rm = ",".join("?" for _ in convs), ",".join("?" for _ in refs)
+    cm, rm = placeholders(convs), placeholders(refs)
     mids = [r[0] for r in store.execute(
         f"SELECT id FROM messages WHERE conversation_id IN ({cm}) AND (id IN ({rm}) OR source_ref IN ({rm})) ORDER BY seq",
         (*convs, *refs, *refs))]
@@ -193,19 +193,19 @@ def list_pages(store: Store, conversation_id: str | None = None, page_type: str 
         if page_type not in PAGE_TYPES:
             raise BadInput(f"unknown page type '{page_type}'; choose one of {', '.join(PAGE_TYPES)}")
     cids = resolve_scope(store, namespace, conversation_id).conversation_ids
-    clauses: list[str] = [f"conversation_id IN ({','.join('?' for _ in cids)})"]
+    clauses: list[str] = [f"conversation_id IN ({placeholders(cids)})"]
     params: list[Any] = list(cids)
     if page_type:
         clauses.append("type = ?")
         params.append(page_type)
-    return _page_rows(store, ("WHERE " + " AND ".join(clauses)) if clauses else "", params)
+    return _page_rows(store, "WHERE " + " AND ".join(clauses), params)
 
 
 def get_page(store: Store, slug: str, conversation_id: str | None = None, namespace: str | None = None) -> PageInfo:
     """One page by slug (or page id) in one conversation or a namespace; NotFound / BadInput when missing or ambiguous."""
     scope = resolve_scope(store, namespace, conversation_id)
     cids = scope.conversation_ids
-    where = f"WHERE (slug = ? OR id = ?) AND conversation_id IN ({','.join('?' for _ in cids)})"
+    where = f"WHERE (slug = ? OR id = ?) AND conversation_id IN ({placeholders(cids)})"
     pages = _page_rows(store, where, [slug, slug, *cids])
     if not pages:
         raise NotFound(f"no wiki page '{slug}' in namespace '{scope.namespace}' of {store.path.name}; "
