@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from tracecli.errors import BadInput
 from tracecli.graph.extract import EventOut, MessageIn, RuleExtractor, split_sentences
 from tracecli.graph.hierarchy import TopicSettings, assign_topics
+from tracecli.graph.revise import frame_edges, frame_recs, masked_embedder
 from tracecli.graph.link import EdgeRec, EventRec, GateStats, LinkSettings, before_edges, causal_edges, evolution_edges
 from tracecli.graph.validity import apply_validity
 from tracecli.scope import llm_scope, resolve_scope, scope_of
@@ -73,7 +74,8 @@ def clear_graph(store: Store, cid: str) -> None:
 def _history(store: Store, cid: str) -> list[EventOut]:
     """Faceted events already in the graph, for resolving revisions in new sessions."""
     rows = store.query(
-        "SELECT * FROM events WHERE conversation_id = ? AND facet IS NOT NULL ORDER BY seq, sentence_idx", (cid,)
+        "SELECT * FROM events WHERE conversation_id = ? AND (facet IS NOT NULL OR frame IS NOT NULL) "
+        "ORDER BY seq, sentence_idx", (cid,)
     )
     return [
         EventOut(
@@ -82,7 +84,7 @@ def _history(store: Store, cid: str) -> list[EventOut]:
             event_time_granularity=r["event_time_granularity"], seq=r["seq"], sentence_idx=r["sentence_idx"],
             source_note_ids=[], source_message_ids=[], quote=r["quote"], facet=r["facet"], value=r["value"],
             value_norm=r["value_norm"], negated=bool(r["negated"]), cue=r["cue"], confidence=r["confidence"],
-            provenance=r["provenance"], speaker=r["speaker"],
+            provenance=r["provenance"], speaker=r["speaker"], frame=json.loads(r["frame"]) if r["frame"] else None,
         )
         for r in rows
     ]
@@ -104,11 +106,12 @@ def _insert_events(store: Store, cid: str, session_id: str, topic_id: str | None
     store.conn.executemany(
         "INSERT OR REPLACE INTO events(id, conversation_id, session_id, type, subject, speaker, participants, description, quote, "
         "time_anchor, event_time, event_time_granularity, seq, sentence_idx, facet, value, value_norm, negated, cue, "
-        "confidence, provenance, topic_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "confidence, provenance, topic_id, created_at, frame) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [
             (e.id, cid, session_id, e.type, e.subject, e.speaker, dumps(e.participants), e.description, e.quote,
              e.time_anchor, e.event_time, e.event_time_granularity, e.seq, e.sentence_idx, e.facet, e.value,
-             e.value_norm, int(e.negated), e.cue, e.confidence, e.provenance, topic_id, now)
+             e.value_norm, int(e.negated), e.cue, e.confidence, e.provenance, topic_id, now,
+             dumps(e.frame) if e.frame else None)
             for e in events
         ],
     )
@@ -134,6 +137,7 @@ def _event_recs(store: Store, cid: str) -> list[EventRec]:
             time_anchor=r["time_anchor"], subject=r["subject"], speaker=r["speaker"],
             participants=json.loads(r["participants"]), topic_id=r["topic_id"], facet=r["facet"], value=r["value"],
             value_norm=r["value_norm"], negated=bool(r["negated"]), cue=r["cue"], confidence=r["confidence"],
+            frame=json.loads(r["frame"]) if r["frame"] else None, quote=r["quote"],
         )
         for r in store.query("SELECT * FROM events WHERE conversation_id = ? ORDER BY seq, sentence_idx", (cid,))
     ]
@@ -287,7 +291,8 @@ def relink(store: Store, cid: str, link_settings: LinkSettings | None = None, re
     """
     store.execute("DELETE FROM edges WHERE conversation_id = ? AND family = 'evolution'", (cid,))
     recs = _event_recs(store, cid) if recs is None else recs
-    _insert_edges(store, cid, evolution_edges(recs, link_settings or LinkSettings()))
+    facet_edges = evolution_edges(recs, link_settings or LinkSettings())
+    _insert_edges(store, cid, facet_edges + frame_edges(frame_recs(recs), recs, facet_edges, masked_embedder()))
     apply_validity(store, cid)
 
 

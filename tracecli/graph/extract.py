@@ -80,6 +80,7 @@ class EventOut:
     provenance: str = "rules"
     speaker: str = ""
     causal: list[tuple[str, str, str]] = field(default_factory=list)  # (label, other_event_id, cue)
+    frame: dict[str, Any] | None = None  # the open statement frame (tracecli.graph.frames), as stored JSON
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -294,6 +295,7 @@ class RuleExtractor:
                 subject = other
             out.append(self._event(msg, s_idx, text, description, dates, subject=subject, facet=None, value=None,
                                    kind="thing", confidence=0.6, event_type=None, negated=False))
+        out = self._with_frames(msg, sent, s_idx, text, description, dates, out, other)
         # Causal cues inside the sentence: split into cause and effect events.
         for (regex, label, cue), m in zip(_CAUSE_CUES, _scan(text).causes):
             if not m or not out:
@@ -311,6 +313,16 @@ class RuleExtractor:
             out.insert(0, part)
             break
         return out
+
+    def _with_frames(self, msg: MessageIn, sent: Any, s_idx: int, text: str, description: str,
+                     dates: list[DateMention], out: list[EventOut], other: str | None) -> list[EventOut]:
+        """Attach the sentence's open frames and revision constructions to its events (one event per frame)."""
+        from tracecli.graph.frames import attach_frames
+
+        return attach_frames(sent, msg.speaker, other, self.participants, out,
+                             lambda subject, value, negated, n: self._event(
+                                 msg, s_idx, text, description, dates, subject=subject, facet=None, value=value,
+                                 kind="thing", confidence=0.6, event_type=None, negated=negated, suffix=f"frame{n}"))
 
     def _informative(self, sent: Any, text: str) -> bool:
         if _SMALLTALK.match(text) and len(text.split()) < 8:
@@ -335,6 +347,8 @@ class RuleExtractor:
         third_party = _third_party_subject(sent, self.participants)
 
         def add(subject: str, facet: str, value: str, kind: str, confidence: float, event_type: str | None, negated: bool) -> None:
+            if kind in ("place", "org", "name") and _sentence_initial_noun(sent, value):
+                return  # "Work has been mad": a common noun capitalised only because it opens the sentence
             if negated:
                 # "I quit my job at Acme Bank": the retraction wins over a positive reading of the same value
                 same = [h for h in hits if h["facet"] == facet and not h["negated"]
@@ -757,6 +771,15 @@ def _third_party_subject(sent: Any, participants: Sequence[str]) -> bool:
                 return True
             return False
     return False
+
+
+def _sentence_initial_noun(sent: Any, value: str) -> bool:
+    """Is `value` one word that opens the sentence and that the parser reads as a common noun?"""
+    words = value.split()
+    if len(words) != 1:
+        return False
+    first = next((t for t in sent if not t.is_punct and not t.is_space), None)
+    return first is not None and first.text == words[0] and first.pos_ == "NOUN"
 
 
 def _first_capitalised(text: str) -> str:

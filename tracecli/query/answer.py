@@ -32,8 +32,10 @@ class Answer:
     abstained: bool
     event_ids: list[str] = field(default_factory=list)
     source_refs: list[str] = field(default_factory=list)
-    method: str = "none"  # facet | event | abstain
+    method: str = "none"  # facet | frame | event | abstain
     conflict: list[str] = field(default_factory=list)
+    support: str = "none"  # chain | frame | sentence | none: what the answer rests on
+    confidence: float = 0.0  # 0–1
 
 
 def _order(ev: EventNode) -> tuple[int, int]:
@@ -188,11 +190,50 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape) -> str:
     return ev.quote
 
 
+def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mapping[str, float],
+                as_of: str | None) -> Answer | None:
+    from tracecli.query.frame_answer import frame_answer
+
+    subjects = {ev.subject for ev in graph.events.values()}
+    people = [p for p in shape.people if p in subjects]
+    found = frame_answer(graph, shape, question, relevance, as_of, people)
+    if found is None:
+        return None
+    ev = found.event
+    text = f"{ev.subject} no longer: {ev.value}" if ev.negated else (ev.value or ev.quote)
+    refs = list(ev.source_refs)
+    if found.chosen.id != ev.id:
+        refs += [r for r in found.chosen.source_refs if r not in refs]
+    return Answer(text=text, abstained=False, event_ids=[ev.id], source_refs=refs, method="frame",
+                  support=found.support, confidence=round(min(1.0, 0.5 + found.score), 3))
+
+
 def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],
                    relevance: Mapping[str, float], best_note_cosine: float, as_of: str | None,
-                   settings: AskSettings) -> Answer:
+                   settings: AskSettings, question: str = "") -> Answer:
     """A concise extractive answer with its source refs, or an abstention."""
     found = facet_answer(graph, shape, relevance, as_of, settings)
+    if found is not None and shape.before_event_verb is None and shape.back_when is None:
+        # a revision found outside the facet (a construction or an implicit restatement) supersedes it too
+        newer = newest_successor(graph, found[0], as_of)
+        if newer.id != found[0].id and newer.value:
+            found = (newer, found[1])
+    if found is not None and found[0].negated:
+        # "no longer X": whatever replaced X along another `updates` edge is the answer
+        gone = {(graph.events[e.dst].subject, frozenset(_words(graph.events[e.dst].value)))
+                for e in graph.out.get(found[0].id, []) if e.label == "updates" and e.dst in graph.events}
+        replaced = [ev for ev in graph.events.values() if (ev.subject, frozenset(_words(ev.value))) in gone]
+        newer = [graph.events[e.src] for old in replaced for e in graph.into.get(old.id, [])
+                 if e.label == "updates" and e.src in graph.events and not graph.events[e.src].negated
+                 and graph.events[e.src].value and (as_of is None or (graph.events[e.src].time_anchor or "") <= as_of)]
+        if newer:
+            found = (max(newer, key=_order), found[1])
+    if found is None and question:
+        framed = _from_frame(graph, shape, question, relevance, as_of)
+        if framed is not None:
+            return framed
+        if not shape.facets and _asked_noun_unsupported(graph, shape, question):
+            return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is None and as_of is not None and _known_later(graph, shape, as_of):
         # the asked-for fact of the named person exists, but only from after that date
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
@@ -202,7 +243,9 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         if ev.negated:
             text = f"{ev.subject} no longer: {ev.value}"
 
-        ans = Answer(text=text, abstained=False, event_ids=[ev.id], source_refs=list(ev.source_refs), method="facet")
+        ans = Answer(text=text, abstained=False, event_ids=[ev.id], source_refs=list(ev.source_refs), method="facet",
+                     support="chain" if graph.out.get(ev.id) and any(e.label == "updates" for e in graph.out[ev.id]) else "frame",
+                     confidence=round(ev.confidence, 3))
         if conflicts:
             ans.conflict = [c.id for c in conflicts]
             ans.text += " (conflicting: " + "; ".join(f"{c.value} per {c.source_refs[0] if c.source_refs else c.id}" for c in conflicts) + ")"
@@ -234,4 +277,18 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         if cause is not None:
             ids.append(cause.id)
             refs.extend(r for r in cause.source_refs if r not in refs)
-    return Answer(text=value, abstained=False, event_ids=ids, source_refs=refs, method="event")
+    return Answer(text=value, abstained=False, event_ids=ids, source_refs=refs, method="event", support="sentence",
+                  confidence=round(max(0.0, min(1.0, best_note_cosine)) * 0.6, 3))
+
+
+def _asked_noun_unsupported(graph: Graph, shape: QueryShape, question: str) -> bool:
+    """'What car does Wren drive?' when no statement of Wren's mentions a car: nothing supports an answer."""
+    from tracecli.query.frame_answer import asked_noun
+
+    noun = asked_noun(question)
+    if noun is None:
+        return False
+    subjects = {ev.subject for ev in graph.events.values()}
+    people = [p for p in shape.people if p in subjects]
+    pattern = re.compile(rf"(?i)\b{re.escape(noun)}(?:s|es)?\b")
+    return not any(pattern.search(ev.quote) for ev in graph.events.values() if not people or ev.subject in people)

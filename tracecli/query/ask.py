@@ -72,6 +72,8 @@ class AskResult:
     paths: list[PathOut]
     timing_ms: dict[str, float]
     namespace: str = DEFAULT_NAMESPACE
+    confidence: float = 0.0  # 0–1: how well the answer is grounded
+    support: str = "none"  # chain | frame | sentence | none
 
 
 @dataclass
@@ -261,7 +263,7 @@ class Asker:
         t = time.perf_counter()
         best_cos = max([h.cosine for h in hits[:5]] + [0.0])
         ranked_events = self._rerank_sentences(scope, qvec, ranked_events)
-        answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings)
+        answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question)
         if self._unmentioned(shape, scope.conversation_ids):
             # "Where is Alice going?" over a chat where no Alice ever appears: whatever ranked best is about
             # someone else, so say that nothing is known rather than answer with another person's facts
@@ -279,6 +281,7 @@ class Asker:
             answer_id="ans_" + short_hash(question, as_of_iso, ",".join(scope.conversation_ids), time.time_ns()),
             question=question, answer=answer.text, abstained=answer.abstained, plan=shape.plan, as_of=as_of_iso,
             source_refs=refs, context=context, paths=shown_paths, timing_ms=timing, namespace=where.namespace,
+            confidence=0.0 if answer.abstained else answer.confidence, support="none" if answer.abstained else answer.support,
         )
         if store_answer:
             save_answer(self.store, result, scope.conversation_ids)
@@ -474,6 +477,9 @@ class Asker:
             units = units[2:]
             if extra:
                 ordered.append(extra.pop(0))
+        # two events of one sentence (two frames) render the same item: keep it once
+        seen_text: set[str] = set()
+        ordered = [(item, p) for item, p in ordered if not (item.text in seen_text or seen_text.add(item.text))]
         context = [item for item, _ in ordered]
         outs = [_path_out(graph, p, as_of) for item, p in ordered if p is not None]
         return context, outs

@@ -17,6 +17,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tracecli.query.settings import AskSettings
 from tracecli.store.db import Store, placeholders
@@ -47,6 +48,7 @@ class EventNode:
     validity: float
     valid_until: str | None
     topic_id: str | None
+    frame: dict[str, Any] | None = None  # the open statement frame (tracecli.graph.frames), if any
     note_rowids: list[int] = field(default_factory=list)
     message_ids: list[str] = field(default_factory=list)
     source_refs: list[str] = field(default_factory=list)
@@ -104,6 +106,7 @@ def load_graph(store: Store, conversation_ids: Sequence[str]) -> Graph:
             event_time=r["event_time"], event_time_granularity=r["event_time_granularity"], seq=r["seq"],
             sentence_idx=r["sentence_idx"], facet=r["facet"], value=r["value"], negated=bool(r["negated"]),
             confidence=r["confidence"], validity=r["validity"], valid_until=r["valid_until"], topic_id=r["topic_id"],
+            frame=json.loads(r["frame"]) if r["frame"] else None,
         )
     by_note: dict[int, list[str]] = defaultdict(list)
     qualify = len(conversation_ids) > 1

@@ -23,7 +23,8 @@ VECTOR_TABLES = {"note_vectors": "notes"}
 #: The schema migrations of `tracecli.store.migrations`, in order (a test keeps the two equal). Opening a
 #: database compares this with `_sqlite_migrations` in plain SQL, so a file that is up to date opens
 #: without importing sqlite-utils, which imports numpy and tries pandas (~100 ms of every start).
-SCHEMA = ("m001_core", "m002_llm", "m003_graph", "m004_answers", "m005_wiki", "m006_lifecycle", "m007_event_vectors")
+SCHEMA = ("m001_core", "m002_llm", "m003_graph", "m004_answers", "m005_wiki", "m006_lifecycle", "m007_event_vectors",
+          "m008_event_frames")
 MIGRATION_SET = "tracecli"
 
 

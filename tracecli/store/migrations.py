@@ -490,3 +490,14 @@ def m007_event_vectors(db: Database) -> None:
         CREATE INDEX idx_event_vectors_conv ON event_vectors(conversation_id)
         """,
     )
+
+
+@migrations(name="m008_event_frames")
+def m008_event_frames(db: Database) -> None:
+    """The open statement frame an event states (`tracecli.graph.frames`): key, value type, cues, as JSON.
+
+    NULL for events that state no frame about a participant. Revision linking
+    (`tracecli.graph.revise`) and `ask` read it; the value itself stays in `events.value`.
+    """
+    if "frame" not in {r[1] for r in db.execute("PRAGMA table_info(events)").fetchall()}:
+        _run_all(db, "ALTER TABLE events ADD COLUMN frame TEXT")

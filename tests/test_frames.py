@@ -1,0 +1,74 @@
+"""Open statement frames and revision constructions read from spaCy's parse (no facet list involved)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tracecli.graph.constructions import find_constructions
+from tracecli.graph.frames import read_frames
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    from tracecli.graph.nlp import get_nlp
+
+    return get_nlp()
+
+
+def frames(nlp, text: str, speaker: str = "Wren"):
+    return read_frames(nlp(text)[:], speaker, "Jonas", ["Wren", "Jonas"])
+
+
+def cons(nlp, text: str):
+    doc = nlp(text)
+    return [(c.name, doc[c.old].text if c.old is not None else None, doc[c.new].text if c.new is not None else None)
+            for c in find_constructions(doc[:])]
+
+
+def test_a_plainly_stated_odd_fact_is_a_frame(nlp) -> None:
+    [f] = frames(nlp, "My locker code at the gym is Quixotic-7731")
+    assert (f.subject, f.value, f.vtype, f.copular) == ("Wren", "Quixotic-7731", "code", True)
+    assert "locker code" in f.key
+
+
+def test_pronouns_resolve_to_participants_and_third_parties_state_nothing(nlp) -> None:
+    [f] = frames(nlp, "I'm starting as a paramedic.", speaker="Jonas")
+    assert (f.subject, f.key, f.value) == ("Jonas", "start as", "paramedic")
+    [g] = frames(nlp, "You live in Leeds.")
+    assert g.subject == "Jonas" and g.key == "live in"
+    assert frames(nlp, "My sister moved to Leeds") == []  # the sister's fact, not Wren's
+
+
+def test_questions_and_possibilities_are_not_statements(nlp) -> None:
+    assert frames(nlp, "Do you still live in Leeds?") == []
+    [f] = [f for f in frames(nlp, "I might move to Lisbon next year") if f.value == "Lisbon"]
+    assert f.hedged
+
+
+def test_novelty_and_negation(nlp) -> None:
+    [f] = frames(nlp, "Pip is my new dog.")
+    assert (f.key, f.value, f.novelty) == ("dog", "Pip", True)
+    [g] = [g for g in frames(nlp, "I don't drink coffee") if g.value == "coffee"]
+    assert g.negated
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("I quit Barclays and joined Monzo last week.", ("retract", "Barclays", None)),
+    ("so I had to quit the marathon", ("retract", "marathon", None)),
+    ("Sadly Rex died in February.", ("ended", "Rex", None)),
+    ("Japan's off, every penny goes to the deposit now", ("ended", "Japan", None)),
+    ("Forget Oslo, it's Porto now.", ("dismiss", "Oslo", None)),
+    ("I switched from the 7:40 train to cycling.", ("from_to", "train", "cycling")),
+    ("I drink tea instead of coffee now", ("instead_of", "coffee", "tea")),
+    ("I replaced my old Fiat with a Tesla.", ("exchange", "Fiat", "Tesla")),
+    ("finally ditched Three for giffgaff.", ("retract", "Three", "giffgaff")),
+    ("The wedding was cancelled.", ("retract", "wedding", None)),
+    ("I moved out of the flat on Elm Street", ("retract", "flat", None)),
+])
+def test_constructions(nlp, text: str, expected: tuple) -> None:
+    assert expected in cons(nlp, text)
+
+
+@pytest.mark.parametrize("text", ["I gave her a book", "I sold my bike for £200 to a neighbour"])
+def test_no_substitution_where_there_is_none(nlp, text: str) -> None:
+    assert all(new is None for _, _, new in cons(nlp, text))

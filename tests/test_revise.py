@@ -1,0 +1,56 @@
+"""Revision linking over frames: constructions, implicit restatements, and what must not link."""
+
+from __future__ import annotations
+
+from tracecli.graph.link import EventRec
+from tracecli.graph.revise import FrameRec, frame_edges, implicit_edges
+
+
+def ev(eid: str, seq: int, value: str, subject: str = "Wren", negated: bool = False, quote: str = "") -> EventRec:
+    return EventRec(id=eid, session_id="s", seq=seq, sentence_idx=0, time_anchor=f"2024-01-{seq:02d}", subject=subject,
+                    speaker=subject, participants=[subject], topic_id=None, value=value, negated=negated,
+                    quote=quote or value)
+
+
+def fr(e: EventRec, key: str, vtype: str, **kw) -> FrameRec:
+    return FrameRec(ev=e, key=key, vtype=vtype, head=e.value.split()[-1].lower(), **kw)
+
+
+def test_same_functional_key_different_value_is_an_implicit_revision() -> None:
+    a, b = ev("a", 1, "Leeds"), ev("b", 5, "York")
+    [edge] = implicit_edges([fr(a, "live in", "place"), fr(b, "live in", "place")], None)
+    assert (edge.src, edge.dst) == ("b", "a") and "implicit" in edge.justification
+
+
+def test_several_values_at_once_do_not_revise_without_a_novelty_cue() -> None:
+    a, b = ev("a", 1, "pottery"), ev("b", 5, "baking")
+    assert implicit_edges([fr(a, "love", "thing"), fr(b, "love", "thing")], None) == []
+    assert len(implicit_edges([fr(a, "love", "thing"), fr(b, "love", "thing", novelty=True)], None)) == 1
+
+
+def test_another_persons_fact_and_descriptions_never_revise() -> None:
+    a, b = ev("a", 1, "Leeds"), ev("b", 5, "York", subject="Jonas")
+    assert implicit_edges([fr(a, "live in", "place"), fr(b, "live in", "place")], None) == []
+    c, d = ev("c", 1, "nurse"), ev("d", 5, "tired")
+    assert implicit_edges([fr(c, "be", "thing"), fr(d, "be", "thing", novelty=True)], None) == []
+
+
+def test_a_retraction_links_the_replacement_in_the_same_message_to_the_old_value() -> None:
+    old = ev("old", 1, "Barclays")
+    quit_ = ev("quit", 5, "Barclays", negated=True)
+    new = ev("new", 5, "Monzo")
+    frames = [fr(old, "work at", "org"),
+              fr(quit_, "retract", "org", constructions=[{"name": "retract", "old": "Barclays", "old_head": "barclays", "new": ""}]),
+              fr(new, "join", "org", verb="join")]
+    edges = frame_edges(frames, [old, quit_, new], [], None)
+    assert [(e.src, e.dst) for e in edges] == [("new", "old")]
+    assert "construction: retract" in edges[0].justification
+
+
+def test_a_retracted_value_said_only_in_passing_is_found_in_the_subjects_own_sentence() -> None:
+    said = ev("said", 1, "", quote="so fed up with Three, zero signal")
+    said.value = None
+    cut = ev("cut", 4, "giffgaff")
+    frames = [fr(cut, "ditch", "name", constructions=[{"name": "retract", "old": "Three", "old_head": "three", "new": "giffgaff"}])]
+    [edge] = frame_edges(frames, [said, cut], [], None)
+    assert (edge.src, edge.dst) == ("cut", "said")

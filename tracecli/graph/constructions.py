@@ -1,0 +1,254 @@
+"""Revision constructions of English, declared as spaCy pattern data over lemmas and dependency arcs.
+
+Two families:
+
+* **retraction** — a statement that an earlier value no longer holds: "quit /
+  left / sold / dropped / cancelled / gave up X", "X is off / over / cancelled",
+  "X fell through", "X died / passed away", "scratch / forget X", "no longer X",
+  "not X anymore";
+* **substitution** — an old and a new value in one construction: "from X to Y",
+  "Y instead of X", "replaced X with Y", "swapped / traded X for Y".
+
+Each construction is one pattern over the parse, so it covers every way of
+filling it ("I quit my job at the bank", "we had to quit the choir"), never a
+phrase copied from a conversation. The word classes below are grammatical
+categories of English verbs and adjectives; each says which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+#: verbs of ending, leaving or giving up something (Levin's "verbs of leaving" and "verbs of
+#: abandonment / discarding", plus the common chat verbs of cancelling)
+RETRACT_VERBS = ["quit", "leave", "sell", "drop", "cancel", "abandon", "ditch", "scrap", "dump", "lose", "end",
+                 "stop", "resign", "retire", "axe", "sack", "discontinue", "unsubscribe", "terminate", "call",
+                 "give", "break", "move", "get"]
+#: particles that turn the verbs above into verbs of ending ("give up", "call off", "break up", "move out")
+RETRACT_PARTICLES = {"give": ["up"], "call": ["off"], "break": ["up"], "move": ["out", "away"], "get": ["rid"],
+                     "end": ["up"]}
+#: verbs of dismissing an idea, used as imperatives at the start of a sentence ("Forget Oslo", "Scratch that")
+DISMISS_VERBS = ["forget", "scratch", "scrap", "ignore", "disregard", "cancel", "nix"]
+#: verbs of ceasing to exist (Levin's "verbs of disappearance")
+DEATH_VERBS = ["die", "perish", "vanish", "disappear", "expire"]
+#: adjectives and participles of an ended state ("the trip is off", "the deal is dead")
+ENDED_STATES = ["off", "over", "cancelled", "canceled", "dead", "done", "finished", "gone", "history", "scrapped",
+                "ended", "postponed", "axed", "shelved"]
+#: verbs of exchanging one thing for another (Levin's "exchange verbs" and "verbs of replacing")
+EXCHANGE_VERBS = ["swap", "trade", "exchange", "replace", "substitute", "switch", "change", "upgrade", "downgrade"]
+#: verbs of changing or choosing: a value they introduce is a new state ("switched to", "went with")
+CHANGE_VERBS = ["switch", "change", "move", "convert", "transfer", "upgrade", "downgrade", "opt", "settle", "choose",
+                "pick", "decide", "replace", "become", "rename", "rebook", "reschedule", "postpone", "relocate",
+                "join", "adopt", "start", "begin", "take"]
+
+_NOUNISH = {"POS": {"IN": ["NOUN", "PROPN", "NUM", "ADJ", "X"]}}
+
+
+def _pattern(*nodes: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(nodes)
+
+
+def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
+    """Dependency patterns by construction name; `old` / `new` name the value nodes."""
+    verb = {"RIGHT_ID": "verb", "RIGHT_ATTRS": {"POS": {"IN": ["VERB", "AUX"]}}}
+    return {
+        # "I quit Barclays", "we had to quit the choir", "I gave up the allotment", "we sold the house"
+        "retract": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": RETRACT_VERBS}, "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "dobj", **_NOUNISH}}),
+            # passive: "the trip was cancelled", "my contract got terminated"
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": RETRACT_VERBS + DISMISS_VERBS}, "TAG": "VBN"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubjpass"}}),
+            # "I moved out of the flat": the particle parsed as a preposition
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "move", "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "out", "RIGHT_ATTRS": {"LOWER": "out"}},
+                     {"LEFT_ID": "out", "REL_OP": ">", "RIGHT_ID": "of", "RIGHT_ATTRS": {"LOWER": "of"}},
+                     {"LEFT_ID": "of", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+            # "I moved out of the flat", "I broke up with Sam": the value in a prepositional object
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": RETRACT_VERBS}, "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"DEP": "prt"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prep", "RIGHT_ATTRS": {"LOWER": {"IN": ["of", "from", "with", "on"]}}},
+                     {"LEFT_ID": "prep", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+        ],
+        # "X died", "X passed away", "X disappeared"
+        "ended": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": DEATH_VERBS}}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj"}}),
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "pass"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"LOWER": {"IN": ["away", "on"]}}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj"}}),
+            # "X fell through", "X fell apart"
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "fall"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"LOWER": {"IN": ["through", "apart"]}}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj"}}),
+            # "the Lisbon trip is off", "the wedding is cancelled"
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "be"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "state",
+                      "RIGHT_ATTRS": {"DEP": {"IN": ["acomp", "advmod", "prt", "attr", "prep"]}, "LOWER": {"IN": ENDED_STATES}}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj", **_NOUNISH}}),
+        ],
+        # "switched from X to Y", "moved from X to Y"
+        "from_to": [
+            _pattern(verb,
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "from", "RIGHT_ATTRS": {"LOWER": "from", "DEP": "prep"}},
+                     {"LEFT_ID": "from", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "to", "RIGHT_ATTRS": {"LOWER": {"IN": ["to", "into"]}, "DEP": "prep"}},
+                     {"LEFT_ID": "to", "REL_OP": ">", "RIGHT_ID": "new", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+            _pattern(verb,
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "from", "RIGHT_ATTRS": {"LOWER": "from", "DEP": "prep"}},
+                     {"LEFT_ID": "from", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}},
+                     {"LEFT_ID": "old", "REL_OP": ">", "RIGHT_ID": "to", "RIGHT_ATTRS": {"LOWER": {"IN": ["to", "into"]}, "DEP": "prep"}},
+                     {"LEFT_ID": "to", "REL_OP": ">", "RIGHT_ID": "new", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+        ],
+        # "we're having Y instead of X"
+        "instead_of": [
+            _pattern({"RIGHT_ID": "instead", "RIGHT_ATTRS": {"LOWER": "instead"}},
+                     {"LEFT_ID": "instead", "REL_OP": ">", "RIGHT_ID": "of", "RIGHT_ATTRS": {"LOWER": "of"}},
+                     {"LEFT_ID": "of", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": {"IN": ["pobj", "pcomp"]}}}),
+            # the small parser's other reading: "tea instead of coffee" as a coordination
+            _pattern({"RIGHT_ID": "new", "RIGHT_ATTRS": _NOUNISH},
+                     {"LEFT_ID": "new", "REL_OP": ">", "RIGHT_ID": "of", "RIGHT_ATTRS": {"LOWER": "of", "DEP": "cc"}},
+                     {"LEFT_ID": "of", "REL_OP": ">", "RIGHT_ID": "instead", "RIGHT_ATTRS": {"LOWER": "instead"}},
+                     {"LEFT_ID": "new", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "conj"}}),
+        ],
+        # "replaced X with Y", "swapped X for Y", "traded X for Y"
+        "exchange": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": EXCHANGE_VERBS}}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "dobj"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prep", "RIGHT_ATTRS": {"LOWER": {"IN": ["for", "with"]}}},
+                     {"LEFT_ID": "prep", "REL_OP": ">", "RIGHT_ID": "new", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": EXCHANGE_VERBS}}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "dobj"}},
+                     {"LEFT_ID": "old", "REL_OP": ">", "RIGHT_ID": "prep", "RIGHT_ATTRS": {"LOWER": {"IN": ["for", "with"]}}},
+                     {"LEFT_ID": "prep", "REL_OP": ">", "RIGHT_ID": "new", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+        ],
+    }
+
+
+def _token_patterns() -> dict[str, list[list[dict[str, Any]]]]:
+    """Token patterns for what the small parser often mis-attaches."""
+    return {
+        # "Forget Oslo, ...", "Scratch the Lisbon idea": an imperative that opens the sentence
+        "dismiss": [[{"LEMMA": {"IN": DISMISS_VERBS}, "IS_SENT_START": True},
+                     {"POS": {"IN": ["DET", "PRON"]}, "OP": "?", "LOWER": {"NOT_IN": ["it", "that", "this", "me", "about"]}},
+                     {"POS": {"IN": ["PROPN", "NOUN", "ADJ", "NUM"]}, "OP": "+"}]],
+        # "Japan's off", "the gig is cancelled": the small parser often misreads a contracted copula before these
+        "ended_tok": [[{"POS": {"IN": ["PROPN", "NOUN"]}}, {"LOWER": {"IN": ["'s", "’s", "is", "was", "are", "'re", "’re"]}},
+                       {"LOWER": {"IN": ENDED_STATES}}]],
+        # "not X anymore", "no more X"
+        "not_anymore": [[{"LOWER": {"IN": ["not", "n't", "never"]}}, {"IS_PUNCT": False, "OP": "{0,5}"},
+                         {"LOWER": {"IN": ["anymore", "any"]}}]],
+        # "X is my new Y", "my new Y is X": novelty of a possessed attribute
+        "new_attr": [[{"LOWER": {"IN": ["my", "our"]}}, {"LOWER": {"IN": ["new", "current", "latest"]}},
+                      {"POS": {"IN": ["NOUN", "PROPN"]}}]],
+    }
+
+
+@dataclass
+class Construction:
+    """One construction found in a sentence; `old` / `new` are token indices of the values' heads (or None)."""
+
+    name: str  # retract | ended | dismiss | from_to | instead_of | exchange | not_anymore | new_attr
+    old: int | None
+    new: int | None
+    verb: int | None = None
+
+    @property
+    def substitutes(self) -> bool:
+        return self.new is not None
+
+    @property
+    def retracts(self) -> bool:
+        return self.old is not None
+
+
+@lru_cache(maxsize=1)
+def _matchers() -> tuple[Any, Any]:
+    from spacy.matcher import DependencyMatcher, Matcher
+
+    from tracecli.graph.nlp import get_nlp
+
+    nlp = get_nlp()
+    dep = DependencyMatcher(nlp.vocab)
+    for name, patterns in _dep_patterns().items():
+        dep.add(name, patterns)
+    tok = Matcher(nlp.vocab)
+    for name, patterns in _token_patterns().items():
+        tok.add(name, patterns, greedy="LONGEST")
+    return dep, tok
+
+
+def find_constructions(sent: Any) -> list[Construction]:
+    """The retraction / substitution constructions of one parsed sentence (a Span or Doc)."""
+    doc = sent.doc if hasattr(sent, "doc") else sent
+    start, end = (sent.start, sent.end) if hasattr(sent, "start") else (0, len(doc))
+    dep, tok = _matchers()
+    vocab = doc.vocab.strings
+    out: list[Construction] = []
+    seen: set[tuple[str, int | None, int | None]] = set()
+    span_doc = sent.as_doc() if hasattr(sent, "as_doc") else doc
+    patterns = _dep_patterns()
+    for match_id, token_ids in dep(span_doc):
+        name = vocab[match_id]
+        # which pattern of that name matched: the one with as many nodes as tokens matched
+        pattern = next(p for p in patterns[name] if len(p) == len(token_ids))
+        ids = {node["RIGHT_ID"]: span_doc[i].i for node, i in zip(pattern, token_ids)}
+        verb_tok = span_doc[ids["verb"]] if "verb" in ids else None
+        if name == "retract" and verb_tok is not None:
+            lemma = verb_tok.lemma_.lower()
+            prts = [c.lower_ for c in verb_tok.children]
+            need = RETRACT_PARTICLES.get(lemma)
+            if need is not None and not any(p in need for p in prts):
+                continue  # "give", "call", "move", "get" end something only with their particle
+            if lemma in ("get",) and "rid" not in [c.lower_ for c in verb_tok.subtree]:
+                continue
+        if name == "instead_of" and "instead" in ids and "new" not in ids:
+            head = span_doc[ids["instead"]].head
+            new = next((c.i for c in head.children if c.dep_ in ("dobj", "attr")), None)
+            if new is None:
+                new = next((g.i for c in head.children if c.dep_ == "prep" and c.lower_ != "instead"
+                            for g in c.children if g.dep_ == "pobj"), None)
+            key = (name, ids.get("old"), new)
+            if key not in seen:
+                seen.add(key)
+                out.append(Construction(name, _abs(ids.get("old"), start), _abs(new, start), _abs(head.i, start)))
+            continue
+        if name == "retract" and verb_tok is not None and "new" not in ids:
+            # "ditched X for Y", "left X for Y": the replacement in a for-phrase (not a price: "sold it for £200")
+            for c in verb_tok.children:
+                if c.dep_ == "prep" and c.lower_ == "for":
+                    pobj = next((g for g in c.children if g.dep_ == "pobj"), None)
+                    if pobj is not None and not pobj.like_num and pobj.ent_type_ not in ("MONEY", "DATE", "TIME", "CARDINAL"):
+                        ids["new"] = pobj.i
+        old_tok = span_doc[ids["old"]] if "old" in ids else None
+        if old_tok is not None and (old_tok.pos_ == "PRON" or old_tok.lower_ in ("it", "that", "this", "one", "thing")):
+            continue  # "at least it's not cancelled": a pronoun names no value
+        if verb_tok is not None and any(c.dep_ == "neg" for c in verb_tok.children):
+            continue  # "it's not cancelled" retracts nothing
+        key = (name, ids.get("old"), ids.get("new"))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Construction(name, _abs(ids.get("old"), start), _abs(ids.get("new"), start),
+                                _abs(ids.get("verb"), start)))
+    for match_id, s, e in tok(span_doc):
+        name = vocab[match_id]
+        if name == "ended_tok":
+            if not any(c.name == "ended" and c.old == _abs(s, start) for c in out):
+                out.append(Construction("ended", _abs(s, start), None, None))
+        elif name == "dismiss":
+            out.append(Construction(name, _abs(e - 1, start), None, _abs(s, start)))
+        elif name == "not_anymore":
+            if span_doc[e - 1].lower_ == "any" and (e >= len(span_doc) or span_doc[e].lower_ not in ("more", "longer")):
+                continue
+            out.append(Construction(name, None, None, _abs(s, start)))
+        elif name == "new_attr":
+            out.append(Construction(name, None, _abs(e - 1, start), None))
+    return out
+
+
+def _abs(i: int | None, start: int) -> int | None:
+    """A token index of the sentence's own Doc → the index in the whole Doc."""
+    return None if i is None else i + start

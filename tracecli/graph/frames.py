@@ -1,0 +1,449 @@
+"""Open statement frames: what a declarative sentence states about a participant, read from the parse.
+
+A frame is (subject, key, value): the subject is a participant (I/my/we → the
+speaker, you/your → the other participant, a participant's name), the key is
+the predicate — the verb's lemma with its particle and the preposition that
+introduces the value ("live in", "work as", "give up"), or for a copular
+statement the attribute noun phrase ("my locker code at the gym is Y" →
+"locker code at the gym"; "Y is my new dog" → "dog") — and the value is the
+object / complement noun phrase kept verbatim. The value's type comes from
+spaCy's entity label, a gazetteer place, or the shape of its head.
+
+Nothing here knows a facet list: a frame is a fact whatever it is about, so a
+plainly stated odd fact ("My locker code at the gym is Quixotic-7731") is
+answerable. Revision linking (`tracecli.graph.revise`) compares frames.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# -- closed-class words (English grammar, not data) ------------------------------------------
+
+FIRST_PERSON = frozenset({"i", "me", "we", "us"})
+FIRST_POSSESSIVE = frozenset({"my", "our"})
+SECOND_PERSON = frozenset({"you"})
+SECOND_POSSESSIVE = frozenset({"your"})
+#: determiners and pronouns that are never a value of their own
+_NOT_VALUE_HEADS = frozenset(
+    "it this that these those them him her they one ones something anything nothing everything someone anyone "
+    "what which who whom where when there here lot lots bit thing things stuff".split()
+)
+#: adverbs and adjectives of recency or replacement: a statement that carries one presents its value as new
+NOVELTY_WORDS = frozenset("now new newly current currently latest finally recently just nowadays instead".split())
+#: prepositions that introduce the value of a state ("live in", "work at", "work as", "train for")
+VALUE_PREPS = ("in", "at", "as", "for", "with", "on", "to", "into", "from", "near", "by", "about", "of", "over")
+#: verbs that only carry another verb ("have to quit", "want to learn", "keep going"): the frame is the inner verb's
+_CARRIER_VERBS = frozenset("have want need try plan hope decide going go get keep start begin stop continue manage "
+                           "like love hate prefer mean intend aim".split())
+#: spaCy entity labels grouped into value types
+_ENT_TYPES = {"GPE": "place", "LOC": "place", "FAC": "place", "ORG": "org", "PERSON": "person", "NORP": "name",
+              "PRODUCT": "name", "WORK_OF_ART": "name", "EVENT": "name", "LANGUAGE": "name", "DATE": "date",
+              "TIME": "date", "CARDINAL": "number", "QUANTITY": "number", "MONEY": "number", "PERCENT": "number",
+              "ORDINAL": "number"}
+#: value types that name one individual thing; the small NER model confuses them with each other
+PROPER_TYPES = frozenset({"place", "org", "person", "name"})
+#: conversational openers that spaCy tags as nouns or names at the start of a chat line (interjections)
+_INTERJECTION_POS = frozenset({"INTJ"})
+
+
+@dataclass
+class Frame:
+    """One statement about a participant."""
+
+    subject: str
+    key: str  # predicate key: 'live in', 'work as', 'locker code at the gym', 'dog'
+    value: str  # verbatim value phrase
+    head: str  # lower-case lemma of the value's head noun (for matching an old value)
+    vtype: str  # place | org | person | name | date | number | code | thing | state
+    negated: bool = False
+    novelty: bool = False
+    copular: bool = False
+    past: bool = False
+    verb: str = ""  # the predicate's verb lemma ('' for copular frames)
+    start: int = 0  # value's character offsets within the sentence
+    end: int = 0
+    value_tokens: tuple[int, ...] = field(default_factory=tuple)
+    hedged: bool = False  # a possibility, not a statement: "might move to X", "if I join X", "thinking of X"
+
+    @property
+    def masked(self) -> str:
+        """The statement with its value masked: what two frames of the same fact share."""
+        if self.key in ("be", "it"):
+            return "I am X"
+        if self.copular:
+            return f"my {self.key} is X"
+        return f"I {self.key} X"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"key": self.key, "type": self.vtype, "head": self.head, "novelty": self.novelty,
+                "copular": self.copular, "past": self.past, "verb": self.verb, "hedged": self.hedged}
+
+
+def _sentence_start(sent: Any) -> int:
+    return sent.start if hasattr(sent, "start") else 0
+
+
+def resolve_person(tok: Any, speaker: str, other: str | None, participants: Sequence[str]) -> str | None:
+    """Which participant a pronoun, possessive or name refers to, or None."""
+    low = tok.lower_
+    if low in FIRST_PERSON or low in FIRST_POSSESSIVE:
+        return speaker
+    if low in SECOND_PERSON or low in SECOND_POSSESSIVE:
+        return other
+    if tok.pos_ == "PROPN":
+        for p in participants:
+            if p.lower() == low or p.split()[0].lower() == low:
+                return p
+    return None
+
+
+def _possessor(noun: Any) -> Any | None:
+    for c in noun.children:
+        if c.dep_ == "poss":
+            return c
+    return None
+
+
+def _holder(noun: Any, speaker: str, other: str | None, participants: Sequence[str]) -> str | None:
+    """'my X' / 'your X' / 'Alice's X' → whose X it is."""
+    poss = _possessor(noun)
+    if poss is None:
+        return None
+    return resolve_person(poss, speaker, other, participants)
+
+
+_DROP_DEPS = frozenset({"relcl", "acl", "advcl", "punct", "appos", "parataxis", "cc", "mark", "advmod", "npadvmod", "neg"})
+
+
+def _span_tokens(head: Any, keep_det: bool = False) -> list[Any]:
+    """The value phrase under `head`: its subtree without clauses, punctuation and leading determiners."""
+    toks = [head]
+    stack = [c for c in head.children]
+    while stack:
+        c = stack.pop()
+        if c.dep_ in _DROP_DEPS or c.dep_ == "poss" or (c.dep_ == "conj" and c.pos_ in ("VERB", "AUX")):
+            continue
+        if c.dep_ == "prep" and not any(g.pos_ in ("PROPN", "NUM") for g in c.subtree):
+            continue  # "a nurse at St Mary's" keeps its place; "the flat with the view" is cut to "the flat"
+        if c.dep_ == "amod" and c.lower_ in NOVELTY_WORDS:
+            continue
+        toks.append(c)
+        stack.extend(c.children)
+    toks.sort(key=lambda t: t.i)
+    # contiguous run around the head only (a stray child across a clause would make a discontinuous value)
+    run = [t for t in toks if toks[0].i <= t.i <= toks[-1].i]
+    while run and (run[0].dep_ in ("det", "case", "prep") and not keep_det or run[0].is_punct):
+        if run[0] is head:
+            break
+        run = run[1:]
+    while run and (run[-1].is_punct or run[-1].dep_ in ("cc", "case", "prep")):
+        if run[-1] is head:
+            break
+        run = run[:-1]
+    return run
+
+
+def value_type(tokens: Sequence[Any], text: str) -> str:
+    """The value's type: entity label, gazetteer place, a code, or the head's part of speech."""
+    from tracecli.graph.gazetteer import is_place
+
+    labels = [t.ent_type_ for t in tokens if t.ent_type_]
+    if re.search(r"[A-Za-z]", text) and re.search(r"\d", text) and re.fullmatch(r"[\w\-/#.:]+", text):
+        if not re.fullmatch(r"(?i)\d{1,2}(:\d{2})?\s*(am|pm)", text.strip()):
+            return "code"
+    if labels:
+        kind = _ENT_TYPES.get(labels[0])
+        if kind in PROPER_TYPES and is_place(text):
+            return "place"
+        if kind:
+            return kind
+    if is_place(text):
+        return "place"
+    head = max(tokens, key=lambda t: (t.dep_ not in ("compound", "amod", "det", "nummod"), t.i)) if tokens else None
+    if head is None:
+        return "thing"
+    if head.pos_ == "PROPN":
+        return "name"
+    if head.pos_ == "NUM" or head.like_num:
+        return "number"
+    if head.pos_ == "ADJ":
+        return "state"
+    return "thing"
+
+
+def _head_lemma(tokens: Sequence[Any], head: Any) -> str:
+    return (head.lemma_ or head.text).lower()
+
+
+def _negated(verb: Any) -> bool:
+    for c in verb.children:
+        if c.dep_ == "neg":
+            return True
+        if c.lower_ == "longer" and any(g.lower_ == "no" for g in c.children):
+            return True
+        if c.dep_ == "advmod" and c.lower_ == "never":
+            return True
+    return False
+
+
+def _novel(verb: Any, value_toks: Sequence[Any]) -> bool:
+    for c in list(verb.children) + [g for t in value_toks for g in t.children]:
+        if c.lower_ in NOVELTY_WORDS and c.dep_ in ("advmod", "amod", "npadvmod"):
+            return True
+    return any(t.lower_ in NOVELTY_WORDS and t.dep_ == "amod" for t in value_toks)
+
+
+def _subject_of_clause(verb: Any) -> Any | None:
+    """The clause's subject token: its own nsubj, or the one it shares with the verb it is conjoined to / carried by."""
+    seen = 0
+    v = verb
+    while v is not None and seen < 4:
+        for c in v.children:
+            if c.dep_ in ("nsubj", "nsubjpass", "expl"):
+                return c
+        if v.dep_ in ("conj", "xcomp") and v.head is not v:
+            v = v.head
+            seen += 1
+            continue
+        return None
+    return None
+
+
+def _attribute_key(noun: Any) -> str:
+    """'my gym locker code at the gym' → 'gym locker code at the gym' (no possessor, determiner or novelty word)."""
+    parts = []
+    for t in noun.subtree:
+        if t.dep_ in ("poss", "det", "punct", "relcl", "acl", "appos") or t.lower_ in NOVELTY_WORDS:
+            continue
+        if any(a.dep_ in ("relcl", "acl", "appos", "poss") for a in t.ancestors if a.i > noun.i or a.dep_ == "poss"):
+            continue
+        if t.head.dep_ == "poss" or t.dep_ == "case":
+            continue
+        parts.append(t)
+    parts.sort(key=lambda t: t.i)
+    words = [(t.lemma_ if t is noun else t.text).lower() for t in parts]
+    return " ".join(words)
+
+
+def _frame(subject: str, key: str, head_tok: Any, sent: Any, *, verb: Any | None, copular: bool,
+           keep_det: bool = False) -> Frame | None:
+    toks = _span_tokens(head_tok, keep_det=keep_det)
+    if not toks:
+        return None
+    if head_tok.lower_ in _NOT_VALUE_HEADS or head_tok.pos_ in ("PRON", "DET", "SCONJ", "CCONJ", "PART", "ADP", "INTJ"):
+        return None
+    base = sent.start_char
+    start, end = toks[0].idx - base, toks[-1].idx + len(toks[-1].text) - base
+    text = sent.text[start:end].strip()
+    if len(text) < 2 or not re.search(r"[\w]", text):
+        return None
+    key = re.sub(r"\s+", " ", key).strip()
+    if not key:
+        return None
+    past = verb is not None and verb.tag_ in ("VBD", "VBN") and not any(c.dep_ == "aux" and c.lower_ in ("have", "'ve", "’ve", "has") for c in verb.children)
+    return Frame(subject=subject, key=key, value=text, head=_head_lemma(toks, head_tok), vtype=value_type(toks, text),
+                 hedged=verb is not None and _hedged(verb),
+                 negated=_negated(verb) if verb is not None else False,
+                 novelty=_novel(verb, toks) if verb is not None else any(t.lower_ in NOVELTY_WORDS for t in sent),
+                 copular=copular, past=past, verb=(verb.lemma_.lower() if verb is not None and not copular else ""),
+                 start=start, end=end, value_tokens=tuple(t.i for t in toks))
+
+
+#: modal verbs of possibility and the verbs of considering: what they introduce is not (yet) a fact
+_MODALS = frozenset("might may could would should maybe".split())
+_CONSIDER = frozenset("think consider wonder dream imagine debate weigh".split())
+
+
+def _hedged(verb: Any) -> bool:
+    """A possibility rather than a statement: a modal, a condition, or a verb of considering above it."""
+    v = verb
+    for _ in range(4):
+        if any(c.dep_ == "aux" and c.lower_ in _MODALS for c in v.children):
+            return True
+        if any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in v.children):
+            return True
+        if (v.lemma_ or "").lower() in _CONSIDER:
+            return True
+        if v.head is v or v.dep_ not in ("xcomp", "ccomp", "conj", "advcl", "pcomp", "prep", "pobj"):
+            break
+        v = v.head
+    return False
+
+
+def _verb_key(verb: Any) -> str:
+    lemma = (verb.lemma_ or verb.text).lower()
+    prt = [c.lower_ for c in verb.children if c.dep_ == "prt"]
+    return " ".join([lemma, *prt])
+
+
+def _is_question(sent: Any) -> bool:
+    text = sent.text.strip()
+    return text.endswith("?")
+
+
+def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequence[str]) -> list[Frame]:
+    """Every frame a declarative sentence states about a participant (questions state none)."""
+    if _is_question(sent):
+        return []
+    frames: list[Frame] = []
+    for tok in sent:
+        if tok.pos_ not in ("VERB", "AUX"):
+            continue
+        if tok.dep_ in ("aux", "auxpass"):
+            continue
+        lemma = (tok.lemma_ or tok.text).lower()
+        subj_tok = _subject_of_clause(tok)
+        if lemma == "be":
+            frames.extend(_copular_frames(tok, subj_tok, sent, speaker, other, participants))
+            continue
+        if subj_tok is None:
+            # an imperative carries no statement ("Forget Oslo"): constructions read those
+            continue
+        subject = resolve_person(subj_tok, speaker, other, participants)
+        if subject is None and subj_tok.pos_ in ("NOUN", "PROPN"):
+            subject = _holder(subj_tok, speaker, other, participants)
+            if subject is not None:  # "my sister lives in Leeds": the sister's fact, keyed by who she is
+                continue
+        if subject is None:
+            continue
+        if lemma in _CARRIER_VERBS and any(c.dep_ == "xcomp" and c.pos_ == "VERB" for c in tok.children):
+            continue  # "I had to quit the marathon": the frame is 'quit', read at the inner verb
+        key = _verb_key(tok)
+        args: list[tuple[str, Any]] = []
+        for c in tok.children:
+            if c.dep_ in ("dobj", "attr", "oprd", "dative") and c.dep_ != "dative":
+                args.append((key, c))
+        for c in tok.children:
+            if c.dep_ == "prep" and c.lower_ in VALUE_PREPS:
+                pobj = next((g for g in c.children if g.dep_ == "pobj"), None)
+                if pobj is not None:
+                    args.append((f"{key} {c.lower_}", pobj))
+        for k, head in args:
+            if head.dep_ == "pobj" and head.ent_type_ in ("DATE", "TIME") and k.split()[-1] in ("in", "on", "at", "for", "by"):
+                continue  # "moved in March": a time adjunct, not the value
+            f = _frame(subject, k, head, sent, verb=tok, copular=False)
+            if f is not None:
+                frames.append(f)
+    return frames
+
+
+def _copular_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, other: str | None,
+                    participants: Sequence[str]) -> list[Frame]:
+    comp = next((c for c in verb.children if c.dep_ in ("attr", "acomp", "oprd")), None)
+    if subj is None or comp is None:
+        return []
+    out: list[Frame] = []
+    # "my locker code (at the gym) is Y" / "your car is Y"
+    if subj.pos_ in ("NOUN", "PROPN") and _possessor(subj) is not None:
+        holder = _holder(subj, speaker, other, participants)
+        if holder is not None:
+            f = _frame(holder, _attribute_key(subj), comp, sent, verb=verb, copular=True)
+            if f is not None:
+                f.novelty = f.novelty or any(t.lower_ in NOVELTY_WORDS for t in subj.children)
+                out.append(f)
+            return out
+    # "Y is my (new) X"
+    if comp.pos_ in ("NOUN", "PROPN") and _possessor(comp) is not None and subj.lower_ not in _NOT_VALUE_HEADS:
+        holder = _holder(comp, speaker, other, participants)
+        if holder is not None and subj.pos_ in ("PROPN", "NOUN", "NUM"):
+            f = _frame(holder, _attribute_key(comp), subj, sent, verb=verb, copular=True)
+            if f is not None:
+                f.novelty = f.novelty or any(t.lower_ in NOVELTY_WORDS for t in comp.children)
+                out.append(f)
+            return out
+    # "it's Porto now": an anaphoric restatement, usable only as the replacement of a retracted value
+    if subj.lower_ in ("it", "that", "this") and comp.pos_ in ("PROPN", "NOUN", "NUM"):
+        f = _frame(speaker, "it", comp, sent, verb=verb, copular=True)
+        if f is not None:
+            out.append(f)
+        return out
+    # "I'm a nurse" / "I'm vegan": the subject's own description
+    person = resolve_person(subj, speaker, other, participants) if subj.pos_ in ("PRON", "PROPN") else None
+    if person is not None and subj.lower_ not in FIRST_POSSESSIVE and comp.pos_ in ("NOUN", "ADJ", "PROPN"):
+        f = _frame(person, "be", comp, sent, verb=verb, copular=True, keep_det=False)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequence[str], events: list[Any],
+                  make: Any) -> list[Any]:
+    """Give each event of a sentence its frame (one event per frame) and the sentence's revision constructions.
+
+    `events` are the sentence's events so far (typed-facet events, or one plain event); `make(subject,
+    value, negated, n)` makes a further event. A frame whose value a construction retracts becomes a
+    negated event; a retraction whose value no frame holds ("Forget Oslo") gets an event of its own.
+    """
+    from tracecli.graph.constructions import find_constructions
+    from tracecli.graph.facets import normalise_value
+
+    if _is_question(sent):
+        return events
+    frames = read_frames(sent, speaker, other, participants)
+    cons: list[dict[str, str]] = []
+    doc = sent.doc if hasattr(sent, "doc") else sent
+    for c in find_constructions(sent):
+        old = _phrase(doc, c.old, sent) if c.old is not None else None
+        new = _phrase(doc, c.new, sent) if c.new is not None else None
+        if c.old is not None:
+            for f in frames:
+                if c.old in f.value_tokens:
+                    f.negated = True
+                    f.key = "retract" if not c.new else f.key
+        if old:
+            cons.append({"name": c.name, "old": old[0], "old_head": old[1], "new": new[0] if new else ""})
+    for f in frames:
+        if f.negated and f.key != "it" and not any(x["old"] == f.value for x in cons):
+            cons.append({"name": "negation", "old": f.value, "old_head": f.head, "new": ""})
+    used: set[int] = set()
+    for ev in events:
+        if ev.facet and ev.value:
+            for i, f in enumerate(frames):
+                if i not in used and _overlaps(f.value, ev.value):
+                    ev.frame = f.as_json()
+                    used.add(i)
+                    break
+    plain = [ev for ev in events if not ev.facet and ev.value is None]
+    n = 0
+    for i, f in enumerate(frames):
+        if i in used:
+            continue
+        if plain:
+            ev = plain.pop(0)
+            ev.value, ev.negated = f.value, f.negated
+            ev.value_norm = ("not:" if f.negated else "") + normalise_value(f.value)
+            ev.subject = f.subject
+        else:
+            n += 1
+            ev = make(f.subject, f.value, f.negated, n)
+            events.append(ev)
+        ev.frame = f.as_json()
+    if cons:
+        host = next((ev for ev in events if ev.frame is not None and ev.subject == speaker), None)
+        if host is None:
+            n += 1
+            host = make(speaker, cons[0]["old"], True, n)
+            host.frame = {"key": "retract", "type": "thing", "head": cons[0]["old_head"], "novelty": False,
+                          "copular": False, "past": False, "verb": "", "hedged": False}
+            events.append(host)
+        host.frame = dict(host.frame or {}, constructions=cons)
+    return events
+
+
+def _phrase(doc: Any, i: int, sent: Any) -> tuple[str, str] | None:
+    tok = doc[i]
+    toks = _span_tokens(tok)
+    if not toks:
+        return None
+    text = doc[toks[0].i: toks[-1].i + 1].text.strip()
+    return (text, (tok.lemma_ or tok.text).lower()) if text else None
+
+
+def _overlaps(a: str, b: str) -> bool:
+    wa = set(re.findall(r"\w+", a.lower())) - {"the", "a", "an"}
+    wb = set(re.findall(r"\w+", b.lower())) - {"the", "a", "an"}
+    return bool(wa & wb)

@@ -1,0 +1,270 @@
+"""Revision linking over open frames: `updates` edges without a facet list.
+
+Three ways an event revises an earlier one of the same subject, each named in
+the edge's justification:
+
+* **construction** — the sentence retracts or substitutes a value
+  (`tracecli.graph.constructions`); the old value is located by lemma / word
+  match among the subject's earlier events, the edge goes from the new
+  statement (the replacement in the same message when there is one, else the
+  retraction itself) to that event;
+* **implicit** — a later frame of the same subject with a compatible key (the
+  same predicate, or a change-of-state verb whose value-masked statement is
+  close in MiniLM space), a value of the same type and a different value.
+  Frames that usually hold several values at once (a common-noun value of an
+  ordinary verb: hobbies, friends, things done) are linked only when the new
+  statement marks its value as new ("now", "new", "instead", a change verb);
+* **facet** — the typed facets of `tracecli.graph.link` (a precision layer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tracecli.graph.constructions import CHANGE_VERBS
+from tracecli.graph.frames import PROPER_TYPES
+from tracecli.graph.link import EdgeRec, EventRec, same_value
+
+#: prepositions after which a verb's value is a single state (where one lives, works, studies, trains)
+FUNCTIONAL_PREPS = frozenset({"in", "at", "as", "for", "to", "with", "on", "into"})
+#: value types that name one thing (a place, an organisation, a date, a code): one at a time per key
+SINGLE_TYPES = PROPER_TYPES | {"date", "number", "code"}
+#: cosine between value-masked statements above which two different keys state the same fact
+KEY_SIMILARITY = 0.6
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass
+class FrameRec:
+    """An event as revision linking sees it."""
+
+    ev: EventRec
+    key: str
+    vtype: str
+    head: str
+    novelty: bool = False
+    copular: bool = False
+    verb: str = ""
+    hedged: bool = False
+    constructions: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def masked(self) -> str:
+        if self.key == "be":
+            return "I am X"
+        return f"my {self.key} is X" if self.copular else f"I {self.key} X"
+
+
+def _words(text: str | None) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", (text or "").lower())) - {"the", "a", "an", "my", "our", "of"}
+
+
+def value_matches(old_text: str, old_head: str, ev: EventRec) -> bool:
+    """Does an earlier event's value name the retracted value ('the hospital' ~ 'nurse at the hospital')?"""
+    if not ev.value:
+        return False
+    target, have = _words(old_text), _words(ev.value)
+    if not target or not have:
+        return False
+    if target <= have or have <= target:
+        return True
+    return bool(old_head) and old_head.lower() in have
+
+
+def _compatible_types(a: str, b: str) -> bool:
+    return a == b or (a in PROPER_TYPES and b in PROPER_TYPES)
+
+
+def _key_head(key: str) -> str:
+    words = key.split()
+    # 'locker code at gym' → 'code'; 'favourite band' → 'band'
+    for i, w in enumerate(words):
+        if w in ("at", "in", "for", "of", "on", "with", "from"):
+            return words[i - 1] if i else w
+    return words[-1] if words else ""
+
+
+def _functional(f: FrameRec) -> bool:
+    """Does the frame's key hold one value at a time?"""
+    if f.copular:
+        return f.key != "be" or f.vtype in SINGLE_TYPES
+    prep = f.key.split()[-1] if len(f.key.split()) > 1 else ""
+    return f.vtype in SINGLE_TYPES and (prep in FUNCTIONAL_PREPS or f.verb in CHANGE_VERBS)
+
+
+def _same_key(a: FrameRec, b: FrameRec) -> bool:
+    if a.key == b.key:
+        return True
+    if a.copular and b.copular and a.key != "be" and b.key != "be":
+        return _key_head(a.key) == _key_head(b.key)
+    return False
+
+
+def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) -> list[EdgeRec]:
+    """Edges from retraction / substitution constructions."""
+    by_subject: dict[str, list[EventRec]] = defaultdict(list)
+    for ev in sorted(known, key=lambda e: e.order):
+        by_subject[ev.subject].append(ev)
+    by_message: dict[int, list[FrameRec]] = defaultdict(list)
+    for f in frames:
+        by_message[f.ev.seq].append(f)
+    edges: list[EdgeRec] = []
+    for f in frames:
+        for c in f.constructions:
+            old_text, old_head, new_text = c.get("old", ""), c.get("old_head", ""), c.get("new", "")
+            if not old_text:
+                continue
+            before = [e for e in by_subject[f.ev.subject] if e.order < (f.ev.seq, 0) and not e.negated]
+            earlier = [e for e in before if e.value]
+            target = next((e for e in reversed(earlier) if value_matches(old_text, old_head, e)), None)
+            if target is None:
+                # the old value was said in passing, outside any frame ("fed up with Three"): the latest of the
+                # subject's own sentences that names it
+                if old_text[:1].isupper():  # a name: a common noun said in passing is too loose an anchor
+                    said = re.compile(rf"(?<![\w'’]){re.escape(old_text)}(?![\w'’])")
+                    target = next((e for e in reversed(before) if e.speaker == f.ev.subject and said.search(e.quote)), None)
+            if target is None:
+                continue
+            new = None
+            if new_text:
+                new = next((g for g in by_message[f.ev.seq] if g.ev.subject == f.ev.subject and not g.ev.negated
+                            and value_matches(new_text, "", g.ev)), None)
+            if new is None:
+                # the replacement stated in the same message ("I quit X and joined Y", "forget X, it's Y now")
+                pool = [g for g in by_message[f.ev.seq] if g.ev.subject == f.ev.subject and not g.ev.negated
+                        and g.ev.value and not same_value(_norm(g.ev.value), _norm(target.value or old_text))
+                        and not value_matches(old_text, old_head, g.ev) and g.key != "retract"]
+                typed = [g for g in pool if _compatible_types(g.vtype, _vtype_of(frames, target))]
+                new = (typed or [g for g in pool if g.novelty or g.verb in CHANGE_VERBS] or [None])[0]
+            src = new.ev if new is not None else f.ev
+            # attributes of the retracted thing said with it ("signed up for the marathon in September": the
+            # date of the marathon) end with it
+            for sib in before:
+                if (sib.id != target.id and sib.seq == target.seq and sib.sentence_idx == target.sentence_idx
+                        and sib.facet and old_head and old_head in sib.facet.split(":")[-1].split()):
+                    edges.append(EdgeRec(f.ev.id, sib.id, "updates", 0.85,
+                                         f"{f.ev.subject}: '{old_text}' is no longer on, nor its {sib.facet} "
+                                         f"(found by construction: {c.get('name', '?')})"))
+            if src.id == target.id or (not src.negated and same_value(_norm(src.value), _norm(target.value or old_text))):
+                continue
+            edges.append(EdgeRec(src.id, target.id, "updates", 0.92,
+                                 f"{f.ev.subject}: '{src.value}' replaces '{target.value or old_text}' "
+                                 f"(found by construction: {c.get('name', '?')})"))
+    return edges
+
+
+def _norm(v: str | None) -> str:
+    return " ".join(sorted(_words(v)))
+
+
+def _vtype_of(frames: Sequence[FrameRec], ev: EventRec) -> str:
+    for f in frames:
+        if f.ev.id == ev.id:
+            return f.vtype
+    return "name" if ev.value and ev.value[:1].isupper() else "thing"
+
+
+def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None) -> list[EdgeRec]:
+    """Later frames of the same subject that restate a compatible key with a different value."""
+    ordered = sorted((f for f in frames if not f.ev.negated and not f.hedged and f.key != "retract"),
+                     key=lambda f: f.ev.order)
+    sims = _key_similarity(ordered, embed)
+    edges: list[EdgeRec] = []
+    for i, new in enumerate(ordered):
+        best: tuple[float, FrameRec] | None = None
+        for old in ordered[:i]:
+            if old.ev.subject != new.ev.subject or old.ev.seq == new.ev.seq:
+                continue
+            if not _compatible_types(old.vtype, new.vtype) or same_value(_norm(old.ev.value), _norm(new.ev.value)):
+                continue
+            if old.key == "be" or new.key == "be":
+                continue  # "I'm a nurse", "I'm tired": descriptions hold many values at once
+            if _same_key(old, new):
+                if not _functional(old) and not (new.novelty and old.vtype == new.vtype):
+                    continue
+                score = 1.0
+            elif (new.verb in CHANGE_VERBS and _functional(old) and old.verb not in CHANGE_VERBS
+                  and new.vtype in SINGLE_TYPES and old.vtype == new.vtype):
+                score = sims.get((old.masked, new.masked), 0.0)
+                if score < KEY_SIMILARITY:
+                    continue
+            else:
+                continue
+            if best is None or (score, old.ev.order) >= (best[0], best[1].ev.order):
+                best = (score, old)
+        if best is None:
+            continue
+        old = best[1]
+        conf = 0.85 if new.novelty or new.verb in CHANGE_VERBS else 0.75
+        edges.append(EdgeRec(new.ev.id, old.ev.id, "updates", conf,
+                             f"{new.ev.subject}'s {new.key}: '{new.ev.value}' replaces '{old.ev.value}' "
+                             f"(found by implicit: {'same key' if best[0] == 1.0 else f'key similarity {best[0]:.2f}'})"))
+    return edges
+
+
+def _key_similarity(frames: Sequence[FrameRec], embed: Embed | None) -> dict[tuple[str, str], float]:
+    """Cosine of the value-masked statements of frame pairs that may need it (change verbs only)."""
+    if embed is None:
+        return {}
+    targets = {f.masked for f in frames if f.verb in CHANGE_VERBS}
+    if not targets:
+        return {}
+    texts = sorted({f.masked for f in frames if _functional(f)} | targets)
+    vecs = embed(texts)
+    vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+    idx = {t: i for i, t in enumerate(texts)}
+    out: dict[tuple[str, str], float] = {}
+    for b in targets:
+        for a in texts:
+            out[(a, b)] = float(vecs[idx[a]] @ vecs[idx[b]])
+    return out
+
+
+def frame_edges(frames: Sequence[FrameRec], known: Sequence[EventRec], existing: Sequence[EdgeRec],
+                embed: Embed | None) -> list[EdgeRec]:
+    """Construction and implicit `updates` edges that the facet layer has not already drawn."""
+    have = {(e.src, e.dst) for e in existing}
+    touched_old = {e.dst for e in existing if e.label == "updates"}
+    out: list[EdgeRec] = []
+    for e in construction_edges(frames, known):
+        if (e.src, e.dst) not in have:
+            have.add((e.src, e.dst))
+            out.append(e)
+            touched_old.add(e.dst)
+    for e in implicit_edges(frames, embed):
+        if (e.src, e.dst) in have or e.dst in touched_old:
+            continue
+        have.add((e.src, e.dst))
+        out.append(e)
+    return out
+
+
+def frame_recs(events: Sequence[EventRec]) -> list[FrameRec]:
+    """The events that state a frame, as revision linking reads them."""
+    out = []
+    for ev in events:
+        f = ev.frame
+        if not f:
+            continue
+        out.append(FrameRec(ev=ev, key=f.get("key", ""), vtype=f.get("type", "thing"), head=f.get("head", ""),
+                            novelty=bool(f.get("novelty")), copular=bool(f.get("copular")), verb=f.get("verb", ""),
+                            hedged=bool(f.get("hedged")) or f.get("key") == "it",
+                            constructions=list(f.get("constructions", []))))
+    return out
+
+
+def masked_embedder() -> Embed | None:
+    """MiniLM (the numpy port: no torch import) for value-masked statements; None when it cannot load."""
+    try:
+        from tracecli.providers.minilm_np import load
+
+        model = load()
+    except Exception:  # noqa: BLE001 - without the packaged weights, implicit linking keeps to identical keys
+        return None
+    return model.encode
