@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tracecli.query.frame_answer import TOP_CANDIDATES
 import pytest
 from test_graph_helpers import SAMPLES, UPDATE_HEAVY_ID, ingest_data
 
@@ -70,7 +72,8 @@ def test_event_vectors_are_stored_once_and_reused(store: Store, embedder: Any) -
     asker = Asker(store, embedder=first)
     asker.ask(CAT, conversation_id=UPDATE_HEAVY_ID)
     rows = store.execute("SELECT event_id, model, quote_hash, embedding FROM event_vectors").fetchall()
-    assert 0 < len(rows) <= 16
+    # the re-ranked top events and the answer step's candidate frames (tracecli.query.frame_answer)
+    assert 0 < len(rows) <= 16 + TOP_CANDIDATES
     quotes = dict(store.execute("SELECT id, quote FROM events").fetchall())
     for eid, model, qhash, blob in rows:
         assert model == embedder.id and qhash == quote_hash(quotes[eid])
@@ -78,7 +81,8 @@ def test_event_vectors_are_stored_once_and_reused(store: Store, embedder: Any) -
         np.testing.assert_allclose(np.frombuffer(blob, dtype=np.float32), embedder.embed_batch([quotes[eid]])[0], atol=1e-6)
     embedded = [q for q in first.texts if q in quotes.values()]
     # one sentence can state several frames (several events): each distinct sentence is embedded once
-    assert set(embedded) == {quotes[eid] for eid, *_ in rows}
+    # each distinct sentence is embedded once, even when it states several frames (several events)
+    assert len(embedded) == len(set(embedded)) and set(embedded) == {quotes[eid] for eid, *_ in rows}
 
     again = CountingEmbedder(embedder)
     res = Asker(store, embedder=again).ask(CAT, conversation_id=UPDATE_HEAVY_ID)

@@ -72,3 +72,29 @@ def test_constructions(nlp, text: str, expected: tuple) -> None:
 @pytest.mark.parametrize("text", ["I gave her a book", "I sold my bike for £200 to a neighbour"])
 def test_no_substitution_where_there_is_none(nlp, text: str) -> None:
     assert all(new is None for _, _, new in cons(nlp, text))
+
+
+@pytest.mark.parametrize("text, value, foreign", [
+    ("Lisbon, ugh.", "Lisbon", False),  # no verb above the value: must terminate and keep it
+    ("I moved to Lisbon", "Lisbon", False),
+    ("my sister just moved to Lisbon btw.", "Lisbon", True),
+    ("Clifton rent went stupid", "Clifton", True),
+    ("if I ever moved abroad again it would be Lisbon", "Lisbon", True),
+])
+def test_facet_values_in_someone_elses_clause(nlp, text: str, value: str, foreign: bool) -> None:
+    from tracecli.graph.frames import foreign_clause
+
+    assert foreign_clause(nlp(text)[:], value, "Wren", "Jonas", ["Wren", "Jonas"]) is foreign
+
+
+def test_dropped_subject_and_particles_read_as_prepositions(nlp) -> None:
+    got = {(f.key, f.value) for f in frames(nlp, "sold the PS4 and got a Steam Deck.")}
+    assert ("get", "Steam Deck") in got and all(f.subject == "Wren" for f in frames(nlp, "got a one-bed in Digbeth"))
+    assert ("move out of", "Moseley flatshare") in {(f.key, f.value) for f in frames(nlp, "big news, I've moved out of the Moseley flatshare!")}
+    assert frames(nlp, "Forget Oslo") == []  # an imperative states nothing
+
+
+def test_naming_and_definite_codes(nlp) -> None:
+    assert [(f.key, f.value) for f in frames(nlp, "the octopus I'm studying is called Brenda")] == [("octopus", "Brenda")]
+    assert [(f.key, f.value) for f in frames(nlp, "the door code is 7391")] == [("door code", "7391")]
+    assert frames(nlp, "I'll keep saving lol") == []  # a chat interjection is no value

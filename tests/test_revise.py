@@ -54,3 +54,16 @@ def test_a_retracted_value_said_only_in_passing_is_found_in_the_subjects_own_sen
     frames = [fr(cut, "ditch", "name", constructions=[{"name": "retract", "old": "Three", "old_head": "three", "new": "giffgaff"}])]
     [edge] = frame_edges(frames, [said, cut], [], None)
     assert (edge.src, edge.dst) == ("cut", "said")
+
+
+def test_path_walks_start_from_one_event_per_sentence() -> None:
+    from types import SimpleNamespace
+
+    from tracecli.query.ask import _one_per_sentence
+
+    def node(eid: str, seq: int, sent: int) -> SimpleNamespace:
+        return SimpleNamespace(id=eid, session_id="s1", seq=seq, sentence_idx=sent)
+
+    ranked = [(node("a", 1, 0), 0.9), (node("b", 1, 0), 0.8), (node("c", 1, 1), 0.7), (node("d", 2, 0), 0.6)]
+    assert _one_per_sentence(ranked, 20) == ["a", "c", "d"]  # 'b' is another frame of a's sentence
+    assert _one_per_sentence(ranked, 2) == ["a", "c"]

@@ -251,6 +251,10 @@ def fold(text: Any) -> str:
     return " ".join(s.split())
 
 
+def _no_articles(folded: str) -> str:
+    return " ".join(w for w in folded.split() if w not in ("a", "an", "the"))
+
+
 def _month(name: str) -> int:
     name = name.lower()
     if name == "sept":
@@ -275,11 +279,15 @@ def month_days(text: Any) -> set[tuple[int, int]]:
 
 
 def contains_value(answer: Any, value: Any) -> bool:
-    """Does the answer state `value`? Word-boundary containment after folding; dates by (month, day)."""
-    v = fold(value)
+    """Does the answer state `value`? Word-boundary containment after folding; dates by (month, day).
+
+    Articles are not part of a value ('Seville marathon' states 'the Seville marathon'), as in LoCoMo's
+    own normalisation.
+    """
+    v = _no_articles(fold(value))
     if not v:
         return False
-    a = fold(answer)
+    a = _no_articles(fold(answer))
     if f" {v} " in f" {a} ":
         return True
     dates = month_days(value)

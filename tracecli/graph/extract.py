@@ -165,7 +165,7 @@ def _skipped(text: str) -> bool:
     """
     if text.startswith("[shares a photo"):
         return True  # a photo caption describes the picture, not the speaker's state
-    offer = bool(_FOR_ME.search(text))  # "gin and tonic for me and a chapman for you?"
+    offer = bool(_FOR_ME.search(text))  # an order for two ("X for me and Y for you?") states the speaker's choice
     return len(text) < 3 or (_is_question(text) and not offer) or bool(F.COUNTERFACTUAL.search(text))
 
 
@@ -210,6 +210,7 @@ class RuleExtractor:
         from tracecli.graph.nlp import DocCache
 
         self.participants = list(participants)
+        self._prev_message: MessageIn | None = None  # the message before the one being read (for replies)
         self.docs = DocCache()  # one conversation's sentences, each distinct text parsed once
 
     def _other(self, speaker: str) -> str | None:
@@ -240,6 +241,7 @@ class RuleExtractor:
         events: list[EventOut] = []
         prev_msg_events: list[EventOut] = []
         for msg, doc in zip(messages, docs):
+            self._prev_message = ctx.prev_message
             base = parse_iso(msg.timestamp) if msg.timestamp else None
             msg_events: list[EventOut] = []
             sents = [d[:] for d in doc]
@@ -319,10 +321,16 @@ class RuleExtractor:
         """Attach the sentence's open frames and revision constructions to its events (one event per frame)."""
         from tracecli.graph.frames import attach_frames
 
+        question = None
+        prev = self._prev_message
+        if s_idx == 0 and prev is not None and prev.speaker != msg.speaker and prev.text.rstrip().endswith("?"):
+            asked = split_sentences(prev.text)[-1]
+            question = self.docs.parse([asked])[0][:]
         return attach_frames(sent, msg.speaker, other, self.participants, out,
                              lambda subject, value, negated, n: self._event(
                                  msg, s_idx, text, description, dates, subject=subject, facet=None, value=value,
-                                 kind="thing", confidence=0.6, event_type=None, negated=negated, suffix=f"frame{n}"))
+                                 kind="thing", confidence=0.6, event_type=None, negated=negated, suffix=f"frame{n}"),
+                             question)
 
     def _informative(self, sent: Any, text: str) -> bool:
         if _SMALLTALK.match(text) and len(text.split()) < 8:

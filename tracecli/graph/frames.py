@@ -46,8 +46,8 @@ _ENT_TYPES = {"GPE": "place", "LOC": "place", "FAC": "place", "ORG": "org", "PER
               "ORDINAL": "number"}
 #: value types that name one individual thing; the small NER model confuses them with each other
 PROPER_TYPES = frozenset({"place", "org", "person", "name"})
-#: conversational openers that spaCy tags as nouns or names at the start of a chat line (interjections)
-_INTERJECTION_POS = frozenset({"INTJ"})
+#: chat interjections and acronyms (a category of online English) that the small tagger reads as nouns
+CHAT_INTERJECTIONS = frozenset("lol lmao rofl haha hahaha hehe omg tbh btw idk imo ikr smh ugh yay wow ok okay".split())
 
 
 @dataclass
@@ -137,11 +137,11 @@ def _span_tokens(head: Any, keep_det: bool = False) -> list[Any]:
     # contiguous run around the head only (a stray child across a clause would make a discontinuous value)
     run = [t for t in toks if toks[0].i <= t.i <= toks[-1].i]
     while run and (run[0].dep_ in ("det", "case", "prep") and not keep_det or run[0].is_punct):
-        if run[0] is head:
+        if run[0].i == head.i:
             break
         run = run[1:]
     while run and (run[-1].is_punct or run[-1].dep_ in ("cc", "case", "prep")):
-        if run[-1] is head:
+        if run[-1].i == head.i:
             break
         run = run[:-1]
     return run
@@ -205,7 +205,7 @@ def _subject_of_clause(verb: Any) -> Any | None:
         for c in v.children:
             if c.dep_ in ("nsubj", "nsubjpass", "expl"):
                 return c
-        if v.dep_ in ("conj", "xcomp") and v.head is not v:
+        if v.dep_ in ("conj", "xcomp") and v.head.i != v.i:
             v = v.head
             seen += 1
             continue
@@ -235,6 +235,8 @@ def _frame(subject: str, key: str, head_tok: Any, sent: Any, *, verb: Any | None
     if not toks:
         return None
     if head_tok.lower_ in _NOT_VALUE_HEADS or head_tok.pos_ in ("PRON", "DET", "SCONJ", "CCONJ", "PART", "ADP", "INTJ"):
+        return None
+    if head_tok.lower_ in CHAT_INTERJECTIONS or head_tok.tag_ == "UH":
         return None
     base = sent.start_char
     start, end = toks[0].idx - base, toks[-1].idx + len(toks[-1].text) - base
@@ -266,12 +268,50 @@ def _hedged(verb: Any) -> bool:
             return True
         if any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in v.children):
             return True
-        if (v.lemma_ or "").lower() in _CONSIDER:
-            return True
-        if v.head is v or v.dep_ not in ("xcomp", "ccomp", "conj", "advcl", "pcomp", "prep", "pobj"):
+        lemma = (v.lemma_ or "").lower()
+        if lemma in _CONSIDER and (lemma != "think" or v.tag_ == "VBG"
+                                   or any(c.dep_ == "prep" and c.lower_ in ("of", "about") for c in v.children)):
+            return True  # "thinking of Lisbon" weighs an option; "I thought you lived in York" reports a belief
+        if v.head.i == v.i or v.dep_ not in ("xcomp", "ccomp", "conj", "pcomp", "prep", "pobj"):
             break
         v = v.head
     return False
+
+
+#: verbs of naming ("is called Y", "got named Y")
+NAMING_VERBS = frozenset({"call", "name", "rename", "nickname", "christen", "dub"})
+
+
+def _naming_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, other: str | None,
+                   participants: Sequence[str]) -> list[Frame]:
+    """'my cat is called Pierogi', 'the octopus I'm studying is called Brenda' → (holder, 'cat', 'Pierogi')."""
+    name = next((c for c in verb.children if c.dep_ in ("oprd", "attr", "xcomp")), None)
+    if subj is None or name is None or subj.pos_ != "NOUN":
+        return []
+    holder = _holder(subj, speaker, other, participants)
+    if holder is None:
+        relcl = next((c for c in subj.children if c.dep_ == "relcl"), None)
+        mine = relcl is not None and any(resolve_person(c, speaker, other, participants) for c in relcl.children
+                                         if c.dep_ == "nsubj")
+        holder = speaker if mine else None
+    if holder is None:
+        return []
+    f = _frame(holder, (subj.lemma_ or subj.text).lower(), name, sent, verb=verb, copular=True)
+    return [f] if f is not None else []
+
+
+def _dropped_subject(verb: Any) -> bool:
+    """A chat clause that leaves out its 'I' ("got a one-bed in Digbeth", "doing 16:8 now"): a past or -ing verb
+    that opens its sentence (or is conjoined to one that does), not an imperative or a question."""
+    root = verb
+    while root.dep_ == "conj" and root.head.i != root.i:
+        root = root.head
+    if root.dep_ != "ROOT" or root.tag_ not in ("VBD", "VBN", "VBG"):
+        return False
+    first = next((t for t in root.sent if not t.is_punct), None) if hasattr(root, "sent") else None
+    lead = [t for t in root.doc[first.i: root.i]] if first is not None else []
+    # only adverbs, interjections or discourse words may come before it ("also", "finally", "ok so")
+    return all(t.pos_ in ("ADV", "INTJ", "CCONJ", "PUNCT", "SCONJ", "PART") or t.dep_ in ("intj", "advmod") for t in lead)
 
 
 def _verb_key(verb: Any) -> str:
@@ -297,14 +337,26 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
             continue
         lemma = (tok.lemma_ or tok.text).lower()
         subj_tok = _subject_of_clause(tok)
+        if lemma in NAMING_VERBS and tok.tag_ == "VBN":
+            frames.extend(_naming_frames(tok, subj_tok, sent, speaker, other, participants))
+            continue
+        if lemma == "be" and subj_tok is None and tok.tag_ == "VBG":
+            # "being a paralegal means …": a non-finite clause whose understood subject is the speaker
+            comp = next((c for c in tok.children if c.dep_ in ("attr", "acomp") and c.pos_ in ("NOUN", "ADJ", "PROPN", "NUM")), None)
+            f = _frame(speaker, "be", comp, sent, verb=tok, copular=True) if comp is not None else None
+            if f is not None:
+                frames.append(f)
+            continue
         if lemma == "be":
             frames.extend(_copular_frames(tok, subj_tok, sent, speaker, other, participants))
             continue
         if subj_tok is None:
-            # an imperative carries no statement ("Forget Oslo"): constructions read those
-            continue
-        subject = resolve_person(subj_tok, speaker, other, participants)
-        if subject is None and subj_tok.pos_ in ("NOUN", "PROPN"):
+            if not _dropped_subject(tok):
+                continue  # an imperative carries no statement ("Forget Oslo"): constructions read those
+            subject: str | None = speaker  # "sold the PS4 and got a Steam Deck": chat drops the 'I'
+        else:
+            subject = resolve_person(subj_tok, speaker, other, participants)
+        if subject is None and subj_tok is not None and subj_tok.pos_ in ("NOUN", "PROPN"):
             subject = _holder(subj_tok, speaker, other, participants)
             if subject is not None:  # "my sister lives in Leeds": the sister's fact, keyed by who she is
                 continue
@@ -322,6 +374,12 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
                 pobj = next((g for g in c.children if g.dep_ == "pobj"), None)
                 if pobj is not None:
                     args.append((f"{key} {c.lower_}", pobj))
+            elif c.dep_ in ("prep", "prt", "advmod") and c.lower_ in ("out", "up", "away", "off", "back", "over"):
+                # "moved out of the flat", "signed up for the race": a particle read as a preposition
+                inner = next((g for g in c.children if g.dep_ == "prep" and g.lower_ in VALUE_PREPS), None)
+                pobj = next((g for g in inner.children if g.dep_ == "pobj"), None) if inner is not None else None
+                if pobj is not None:
+                    args.append((f"{key} {c.lower_} {inner.lower_}", pobj))
         for k, head in args:
             if head.dep_ == "pobj" and head.ent_type_ in ("DATE", "TIME") and k.split()[-1] in ("in", "on", "at", "for", "by"):
                 continue  # "moved in March": a time adjunct, not the value
@@ -361,6 +419,13 @@ def _copular_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, other:
         if f is not None:
             out.append(f)
         return out
+    # "the door code is 7391", "lock combo is 4471": a thing of the speaker's named by a single value
+    if subj.pos_ == "NOUN" and _possessor(subj) is None and not any(c.dep_ == "relcl" for c in subj.children) \
+            and all(c.lower_ in ("the",) or c.dep_ in ("compound", "amod", "prep") for c in subj.children):
+        f = _frame(speaker, _attribute_key(subj), comp, sent, verb=verb, copular=True)
+        if f is not None and f.vtype in PROPER_TYPES | {"code", "number", "date"}:
+            out.append(f)
+        return out
     # "I'm a nurse" / "I'm vegan": the subject's own description
     person = resolve_person(subj, speaker, other, participants) if subj.pos_ in ("PRON", "PROPN") else None
     if person is not None and subj.lower_ not in FIRST_POSSESSIVE and comp.pos_ in ("NOUN", "ADJ", "PROPN"):
@@ -370,8 +435,73 @@ def _copular_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, other:
     return out
 
 
+#: nouns for people other than the speaker (kinship and social roles, a closed lexical class of English)
+PERSON_NOUNS = frozenset(
+    "sister brother mum mom mother dad father daughter son cousin aunt auntie uncle niece nephew grandma grandmother "
+    "gran granny grandpa grandfather grandad wife husband partner boyfriend girlfriend fiance fiancee friend mate "
+    "flatmate roommate housemate colleague boss manager neighbour neighbor kid kids child children parents family "
+    "baby team friends".split()
+)
+
+
+#: typed facets whose value is itself a person or an animal of the speaker's ("my girlfriend Mara says hi")
+_RELATION_FACETS = ("partner", "relationship", "family:", "pet_name:")
+
+
+def foreign_clause(sent: Any, value: str, speaker: str, other: str | None, participants: Sequence[str]) -> bool:
+    """Is `value` said inside a clause about someone else, a possibility, or as the modifier of a subject noun?"""
+    doc = sent.doc if hasattr(sent, "doc") else sent
+    words = value.split()
+    if not words:
+        return False
+    start = next((t.i for t in sent if t.text == words[0] and doc[t.i: t.i + len(words)].text == value), None)
+    if start is None:
+        return False
+    tok = doc[start + len(words) - 1]
+    if tok.dep_ == "compound" and tok.head.dep_ in ("nsubj", "nsubjpass") and tok.head.pos_ == "NOUN":
+        return True  # "Clifton rent went stupid": the value names what the subject is about
+    verb = tok
+    while verb.pos_ not in ("VERB", "AUX") and verb.head.i != verb.i:
+        verb = verb.head
+    if verb.pos_ not in ("VERB", "AUX"):
+        return False
+    if _hedged(verb):
+        return True
+    subj = _subject_of_clause(verb)
+    if subj is None or start <= subj.i < start + len(words):
+        return False  # no subject, or the value is the subject ("York is home now")
+    if subj.lower_ in PERSON_NOUNS or (subj.lemma_ or "").lower() in PERSON_NOUNS:
+        return True
+    # (he / she / they are left alone: in a chat they as often stand for a company or the other participant)
+    return subj.pos_ == "PROPN" and subj.ent_type_ == "PERSON" and resolve_person(subj, speaker, other, participants) is None
+
+
+def reply_frame(sent: Any, question: Any, speaker: str) -> Frame | None:
+    """A verbless answer to the other person's question ('how are you getting in now?' — 'the 182 bus for now')
+    states the question's predicate with the fragment as its value."""
+    if any(t.pos_ in ("VERB", "AUX") for t in sent):
+        return None
+    root = next((t for t in sent if t.dep_ == "ROOT"), None)
+    if root is None or root.pos_ not in ("NOUN", "PROPN", "NUM", "ADJ") or root.lower_ in CHAT_INTERJECTIONS:
+        return None
+    verb = next((t for t in question if t.dep_ == "ROOT" and t.pos_ in ("VERB", "AUX")), None)
+    if verb is None or not any(c.lower_ == "you" and c.dep_ in ("nsubj", "nsubjpass") for c in verb.children):
+        return None
+    lemma = (verb.lemma_ or verb.text).lower()
+    if lemma == "be":
+        attr = next((c for c in verb.children if c.dep_ in ("attr", "acomp") and c.pos_ == "NOUN"), None)
+        key = _attribute_key(attr) if attr is not None else "be"
+    else:
+        preps = [c.lower_ for c in verb.children if c.dep_ == "prep" and c.lower_ in VALUE_PREPS]
+        key = " ".join([_verb_key(verb), *preps[:1]])
+    f = _frame(speaker, key, root, sent, verb=None, copular=lemma == "be")
+    if f is not None:
+        f.novelty = any(t.lower_ in NOVELTY_WORDS for t in sent)
+    return f
+
+
 def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequence[str], events: list[Any],
-                  make: Any) -> list[Any]:
+                  make: Any, question: Any | None = None) -> list[Any]:
     """Give each event of a sentence its frame (one event per frame) and the sentence's revision constructions.
 
     `events` are the sentence's events so far (typed-facet events, or one plain event); `make(subject,
@@ -384,6 +514,9 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
     if _is_question(sent):
         return events
     frames = read_frames(sent, speaker, other, participants)
+    if question is not None and not frames:
+        reply = reply_frame(sent, question, speaker)
+        frames = [reply] if reply is not None else []
     cons: list[dict[str, str]] = []
     doc = sent.doc if hasattr(sent, "doc") else sent
     for c in find_constructions(sent):
@@ -399,6 +532,11 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
     for f in frames:
         if f.negated and f.key != "it" and not any(x["old"] == f.value for x in cons):
             cons.append({"name": "negation", "old": f.value, "old_head": f.head, "new": ""})
+    # the typed-facet layer reads cue words, not the parse: drop what it found inside another person's clause
+    # ("my sister just moved to Lisbon"), a possibility ("if I ever moved there"), or a topic noun's modifier
+    # ("Clifton rent went stupid")
+    events[:] = [ev for ev in events if not (ev.facet and ev.value and not ev.negated and not ev.facet.startswith(
+        _RELATION_FACETS) and foreign_clause(sent, ev.value, speaker, other, participants))]
     used: set[int] = set()
     for ev in events:
         if ev.facet and ev.value:

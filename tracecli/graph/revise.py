@@ -74,7 +74,9 @@ def value_matches(old_text: str, old_head: str, ev: EventRec) -> bool:
         return False
     if target <= have or have <= target:
         return True
-    return bool(old_head) and old_head.lower() in have
+    if old_head and (old_head.lower() in have or (ev.frame or {}).get("head") == old_head.lower()):
+        return True
+    return False
 
 
 def _compatible_types(a: str, b: str) -> bool:
@@ -126,9 +128,13 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
             if target is None:
                 # the old value was said in passing, outside any frame ("fed up with Three"): the latest of the
                 # subject's own sentences that names it
-                if old_text[:1].isupper():  # a name: a common noun said in passing is too loose an anchor
+                if old_text[:1].isupper():  # a name, said anywhere by the subject
                     said = re.compile(rf"(?<![\w'’]){re.escape(old_text)}(?![\w'’])")
                     target = next((e for e in reversed(before) if e.speaker == f.ev.subject and said.search(e.quote)), None)
+                elif old_head:  # a common noun: only in a statement of the subject's own ("I work at the hospital")
+                    said = re.compile(rf"(?i)(?<![\w'’]){re.escape(old_head)}s?(?![\w'’])")
+                    target = next((e for e in reversed(earlier) if e.frame and e.speaker == f.ev.subject
+                                   and said.search(e.quote)), None)
             if target is None:
                 continue
             new = None

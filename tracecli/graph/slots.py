@@ -34,8 +34,8 @@ _MOVE_PLAN = re.compile(r"\b(moving (?:\w+ )?(?:to|there)|move (?:\w+ )?to|reloc
 _EMPLOY = re.compile(r"\b(work|working|worked|job|office|boss|manager|team|colleagues?|hired|joined|role|"
                      r"position|promot\w+|shifts?|contract|employer|company|firm|payroll|interns?\w*|first (?:day|week|month)|"
                      r"clients?|salary|pay rise|raise|transferr\w+|start(?:ed|ing)? at|crew|"
-                     r"on the \w+ team|put me on|at work|deadline at|canteen|"
-                     r"payday|my desk|at work)\b", re.I)
+                     r"on the \w+ team|at work|deadline at|canteen|"
+                     r"payday|at work)\b", re.I)
 _NOT_EMPLOY = re.compile(r"\b(interview\w*|applied|applying|nearly|almost|turned (?:it |them )?down|"
                          r"customer|client of|bank account|shopping|bought|visit\w*)\b", re.I)
 _LEAVE = re.compile(r"\b(quit|left|leaving|resign\w*|handed in (?:my|our) notice|fired|laid off|made redundant|"
@@ -45,12 +45,12 @@ _SPORT_CUE = re.compile(r"\b(play|plays|playing|practice|training|train|league|c
                         r"joined|got into|hooked|obsessed|season|coach|lessons?|on (?:mon|tues|wednes|thurs|fri|satur|sun)days)\b", re.I)
 _DRINK_CUE = re.compile(r"\b(for me|my usual|usual|order|ordering|drink|drinking|forever|always|every (?:morning|day)|"
                         r"now|these days|switched|hooked|obsessed|addicted|living on|go-to|cup of|glass of|round|one|religiously|habit|"
-                        r"creature of habit|to wake up|then an?)\b", re.I)
+                        r"to wake up|then an?)\b", re.I)
 _HOBBY_CUE = re.compile(r"\b(free time|spare time|evenings?|weekends?|my week|for fun|these days|my life|hobb\w+|"
                         r"switch off|unwind|relax|that's me|that[’']s me|that[’']s my|that's my|keeps? me sane|now|for me|"
                         r"as always|every week|mostly)\b", re.I)
 _HOBBY_Q = re.compile(r"\b(free time|spare time|for fun|hobb\w+|weekends?|evenings|up to|doing these days|keeping you busy|"
-                      r"filling|unwind|outside work)\b", re.I)
+                      r"filling|unwind)\b", re.I)
 _PARTNER_ROLE = r"(?:boyfriend|girlfriend|partner|husband|wife|fianc[eé]e?|other half)"
 _STUDY_CUE = re.compile(r"\b(stud(?:y|ying|ied|ies)|degree|master'?s|masters|msc|mba|ma|ba|bsc|phd|doctorate|course|"
                         r"certificate|diploma|bootcamp|modules?|major|thesis|dissertation|uni|university|college|"
@@ -64,8 +64,6 @@ _EVENT_RE = re.compile(r"\b(" + _alt(_EVENTS) + r")\b", re.I)
 _QUALIFIERS = r"spring|summer|autumn|fall|winter|christmas|easter|school|work|office|leaving|engagement|farewell|end-of-year|final|first"
 _DATE_CHANGE = re.compile(r"\b(moved|moving|pushed|postponed|rescheduled|rebooked|changed|shifted|bumped|brought forward|"
                           r"delayed|now|again|instead|new date)\b", re.I)
-_DIET_EXTRA = {"eating fish again": "pescatarian", "eat fish again": "pescatarian", "eating meat again": "omnivore",
-               "eat meat again": "omnivore", "back on meat": "omnivore"}
 _CAR = re.compile(r"\b(?:(" + F.CAR_MAKES_RE + r")\s+)?(" + _alt(F.CAR_MODELS) + r")\b")
 _CAR_MAKE_ONLY = re.compile(r"\b(?:an?|the|my|our|new|old)\s+(?:new\s+|old\s+|used\s+|second-hand\s+)?((?:" + F.CAR_MAKES_RE + r")(?:\s+(?:estate|hatchback|saloon|SUV|van|convertible|wagon))?)\b")
 _NOT_VALUE = frozenset(
@@ -245,7 +243,6 @@ def slot_hits(sent: Any, text: str, *, subject: str, speaker: str, other: str | 
     diets = [(v, p) for v, p in lexicon(text, list(F.DIETS))
              if p == 0 or re.search(r"(?i)\b(i[’']?m|i am|we[’']re|we are|being|been|went|gone|go|going|turned|stay\w*|switched to|as an?|fully|strictly|mostly|now|so|totally|properly|becoming|became)\s+(?:\w+\s+)?$", text[:p])
              or re.match(r"(?i)\s+(now|since|these days|again|for (?:a|the))\b", text[p + len(v):])]
-    diets += [(v, text.lower().find(k)) for k, v in _DIET_EXTRA.items() if k in low]
     for value, pos in diets:
         negated = bool(re.search(r"\b(not|no longer|never|stopped being|gave up being)\s+(?:\w+\s+){0,2}$", low[:pos]))
         add("diet", F.DIETS.get(value.lower(), value.lower()), "thing", 0.7, "preference", negated)

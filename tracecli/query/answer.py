@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tracecli.graph.dates import format_date
@@ -24,6 +24,14 @@ from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape
 
 NOT_ENOUGH = "not enough evidence"
+
+
+@dataclass
+class Readers:
+    """Similarity functions the answer step may use (the asker binds them to the question's vector)."""
+
+    sentence_sim: Callable[[Sequence[EventNode]], Sequence[float]]  # each event's sentence vs the question
+    value_fit: Callable[[str, Sequence[str]], Sequence[float]]  # asked noun phrase vs candidate values
 
 
 @dataclass
@@ -73,16 +81,22 @@ def with_article(ev: EventNode) -> str:
     return value
 
 
-def newest_successor(graph: Graph, ev: EventNode, as_of: str | None) -> EventNode:
-    """Follow `updates` edges forward (who updated this event?) to the newest version valid at `as_of`."""
+def newest_successor(graph: Graph, ev: EventNode, as_of: str | None, *, same_fact: bool = False) -> EventNode:
+    """Follow `updates` edges forward (who updated this event?) to the newest version valid at `as_of`.
+
+    `same_fact`: only through events of the same typed facet or of none (a frame's restatement), so that a
+    revision of another fact said in the same breath is not followed.
+    """
     current, seen = ev, {ev.id}
     while True:
         newer = [graph.events[e.src] for e in graph.into.get(current.id, []) if e.label == "updates" and e.src not in seen]
         if as_of is not None:
             newer = [n for n in newer if not n.time_anchor or n.time_anchor <= as_of]
+        if same_fact:
+            newer = [n for n in newer if n.facet in (None, ev.facet)]
         if not newer:
             return current
-        current = max(newer, key=_order)
+        current = max(newer, key=lambda n: (n.seq, n.sentence_idx, not n.negated))
         seen.add(current.id)
 
 
@@ -191,12 +205,13 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape) -> str:
 
 
 def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mapping[str, float],
-                as_of: str | None) -> Answer | None:
+                as_of: str | None, readers: Readers | None) -> Answer | None:
     from tracecli.query.frame_answer import frame_answer
 
     subjects = {ev.subject for ev in graph.events.values()}
     people = [p for p in shape.people if p in subjects]
-    found = frame_answer(graph, shape, question, relevance, as_of, people)
+    found = frame_answer(graph, shape, question, relevance, as_of, people,
+                         readers.sentence_sim if readers else None, readers.value_fit if readers else None)
     if found is None:
         return None
     ev = found.event
@@ -210,12 +225,12 @@ def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mappi
 
 def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],
                    relevance: Mapping[str, float], best_note_cosine: float, as_of: str | None,
-                   settings: AskSettings, question: str = "") -> Answer:
+                   settings: AskSettings, question: str = "", readers: Readers | None = None) -> Answer:
     """A concise extractive answer with its source refs, or an abstention."""
     found = facet_answer(graph, shape, relevance, as_of, settings)
     if found is not None and shape.before_event_verb is None and shape.back_when is None:
         # a revision found outside the facet (a construction or an implicit restatement) supersedes it too
-        newer = newest_successor(graph, found[0], as_of)
+        newer = newest_successor(graph, found[0], as_of, same_fact=True)
         if newer.id != found[0].id and newer.value:
             found = (newer, found[1])
     if found is not None and found[0].negated:
@@ -228,15 +243,15 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
                  and graph.events[e.src].value and (as_of is None or (graph.events[e.src].time_anchor or "") <= as_of)]
         if newer:
             found = (max(newer, key=_order), found[1])
+    if found is None and as_of is not None and _known_later(graph, shape, as_of):
+        # the asked-for fact of the named person exists, but only from after that date
+        return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is None and question:
-        framed = _from_frame(graph, shape, question, relevance, as_of)
+        framed = _from_frame(graph, shape, question, relevance, as_of, readers)
         if framed is not None:
             return framed
         if not shape.facets and _asked_noun_unsupported(graph, shape, question):
             return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
-    if found is None and as_of is not None and _known_later(graph, shape, as_of):
-        # the asked-for fact of the named person exists, but only from after that date
-        return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is not None:
         ev, conflicts = found
         text = with_article(ev)
@@ -269,6 +284,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         best = newest_successor(graph, ranked_events[0][0], as_of)
     elif shape.wants_current:
         best = newest_successor(graph, best, as_of)
+    if question and _other_kind(graph, best, shape, question):
+        return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     value = extract_value(graph, best, shape)
     refs = list(best.source_refs)
     ids = [best.id]
@@ -292,3 +309,23 @@ def _asked_noun_unsupported(graph: Graph, shape: QueryShape, question: str) -> b
     people = [p for p in shape.people if p in subjects]
     pattern = re.compile(rf"(?i)\b{re.escape(noun)}(?:s|es)?\b")
     return not any(pattern.search(ev.quote) for ev in graph.events.values() if not people or ev.subject in people)
+
+
+def _other_kind(graph: Graph, ev: EventNode, shape: QueryShape, question: str) -> bool:
+    """The best sentence states a thing of another kind than the 'what / which N' asked for ('road trip' for a car)."""
+    from tracecli.graph.extract import _lexicon_facet
+    from tracecli.query.frame_answer import asked_noun
+
+    noun = asked_noun(question)
+    frame = ev.frame or {}
+    if noun is None or frame.get("type") != "thing" or not ev.value or frame.get("head") == noun:
+        return False
+    if re.search(rf"(?i)\b{re.escape(noun)}", ev.quote):
+        return False
+    if _lexicon_facet(ev.value) in shape.facets:
+        return False
+    # a typed facet the person has stated at some time is answerable from its sentences; one never stated is not
+    subjects = {e.subject for e in graph.events.values()}
+    people = [p for p in shape.people if p in subjects]
+    return not any(_facet_matches(e, f) for e in graph.events.values() for f in shape.facets
+                   if not people or e.subject in people)

@@ -20,7 +20,7 @@ import numpy as np
 
 from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
-from tracecli.query.answer import NOT_ENOUGH, Answer, answer_offline, newest_successor
+from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, newest_successor
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, qualified_ref, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
@@ -257,13 +257,14 @@ class Asker:
         relevance = {eid: max((note_cos.get(r, 0.0) for r in ev.note_rowids), default=0.0) for eid, ev in graph.events.items()}
         seeds = self._seeds(graph, shape, hits, relevance)
         ranked_events = self._rank_events(graph, shape, seeds, relevance, as_of_iso)
-        paths = traverse(graph, [ev.id for ev, _ in ranked_events[:20]], settings)
+        paths = traverse(graph, _one_per_sentence(ranked_events, 20), settings)
         paths = rank_paths(graph, paths, relevance, settings, as_of_iso)
         timing["graph"] = _ms(t)
         t = time.perf_counter()
         best_cos = max([h.cosine for h in hits[:5]] + [0.0])
         ranked_events = self._rerank_sentences(scope, qvec, ranked_events)
-        answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question)
+        answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question,
+                                self._readers(scope, qvec))
         if self._unmentioned(shape, scope.conversation_ids):
             # "Where is Alice going?" over a chat where no Alice ever appears: whatever ranked best is about
             # someone else, so say that nothing is known rather than answer with another person's facts
@@ -372,6 +373,23 @@ class Asker:
         scored.sort(key=lambda x: (-x[1], x[0].seq, x[0].id))
         return scored
 
+    def _readers(self, scope: _Scope, qvec: np.ndarray) -> Readers:
+        """Sentence-vs-question and asked-noun-vs-value similarity for the answer step."""
+        assert scope.vectors is not None
+        vectors = scope.vectors
+
+        def sentence_sim(events: Sequence[EventNode]) -> list[float]:
+            return (vectors.matrix(list(events)) @ qvec).tolist() if events else []
+
+        def value_fit(phrase: str, values: Sequence[str]) -> list[float]:
+            if not values:
+                return []
+            vecs = np.asarray(self.embedder.embed_batch([phrase, *values]), dtype=np.float32)
+            vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+            return (vecs[1:] @ vecs[0]).tolist()
+
+        return Readers(sentence_sim, value_fit)
+
     def _rerank_sentences(self, scope: _Scope, qvec: np.ndarray, ranked: list[tuple[EventNode, float]],
                           top: int = 16) -> list[tuple[EventNode, float]]:
         """Re-score the best events by their own sentence's similarity to the question.
@@ -418,6 +436,7 @@ class Asker:
         cited: set[str] = set(answer_path.event_ids) if answer_path else set()
         cited_msgs = {m for eid in cited for m in graph.events[eid].message_ids}
         units: list[tuple[ContextItem, Path | None]] = []
+        shown: set[str] = set()  # item texts already in the context
         used_note = 0
         for hit in hits:
             if hit.message_id in cited_msgs:
@@ -440,8 +459,9 @@ class Asker:
             if path is None:
                 item = ContextItem("note", note_text, [ref], round(hit.score, 6))
             cost = count_tokens(item.text)
-            if used_note + cost > b_note:
-                continue
+            if used_note + cost > b_note or item.text in shown:
+                continue  # two events of one sentence (two frames) render the same item: keep it once
+            shown.add(item.text)
             units.append((item, path))
             used_note += cost
             cited_msgs.add(hit.message_id)
@@ -449,9 +469,14 @@ class Asker:
                 cited.update(path.event_ids)
         b_path += max(0, b_note - used_note)  # Eq. 21: freed note budget goes to paths
         chosen: list[Path] = [answer_path] if answer_path else []
+        walked: set[frozenset[str]] = set()  # the messages each chosen path rests on
         for p in paths:
             if len(p.event_ids) < 2 or set(p.event_ids) <= cited:
                 continue
+            msgs = frozenset(m for eid in p.event_ids for m in graph.events[eid].message_ids)
+            if len(msgs) < 2 or msgs in walked:
+                continue  # a walk inside one message (between the frames of one sentence) or one already shown
+            walked.add(msgs)
             chosen.append(p)
             cited.update(p.event_ids)
             if len(chosen) >= 12:
@@ -464,8 +489,9 @@ class Asker:
                 continue  # an item must rest on precise messages, not a whole session
             text = render_path(graph, p, as_of)
             cost = count_tokens(text)
-            if used_path + cost > b_path:
+            if used_path + cost > b_path or text in shown:
                 continue
+            shown.add(text)
             extra.append((ContextItem("path", text, refs, round(p.score, 6)), p))
             used_path += cost
         # Most useful first: the answer's path, then the note section, with graph paths every third item.
@@ -477,9 +503,6 @@ class Asker:
             units = units[2:]
             if extra:
                 ordered.append(extra.pop(0))
-        # two events of one sentence (two frames) render the same item: keep it once
-        seen_text: set[str] = set()
-        ordered = [(item, p) for item, p in ordered if not (item.text in seen_text or seen_text.add(item.text))]
         context = [item for item, _ in ordered]
         outs = [_path_out(graph, p, as_of) for item, p in ordered if p is not None]
         return context, outs
@@ -491,6 +514,21 @@ class Asker:
             if faceted and all(ev.validity_at(as_of) == 0.0 for ev in faceted):
                 out.add(rowid)
         return out
+
+
+def _one_per_sentence(ranked: Sequence[tuple[EventNode, float]], limit: int) -> list[str]:
+    """The best-ranked events, one per sentence (a sentence that states several frames seeds one path walk)."""
+    seen: set[tuple[str, int, int]] = set()
+    out: list[str] = []
+    for ev, _ in ranked:
+        key = (ev.session_id, ev.seq, ev.sentence_idx)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(ev.id)
+        if len(out) >= limit:
+            break
+    return out
 
 
 def _best_sentence(events: Sequence[EventNode], qwords: set[str],

@@ -13,10 +13,12 @@ the value that preceded X instead.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tracecli.graph.frames import PROPER_TYPES
+from tracecli.query.answer import newest_successor
 from tracecli.query.paths import EventNode, Graph
 from tracecli.query.shape import QueryShape
 
@@ -29,7 +31,8 @@ _QUESTION_WORDS = frozenset(
     "will would should the a an of to in on at for with by from now currently still these days right moment "
     "called named name kind sort type go going".split()
 )
-_PAST_CUES = re.compile(r"(?i)\b(used to|previously|originally|formerly|before)\b")
+_HOW_MUCH = re.compile(r"(?i)\bhow (?:long|many|much|old|often|far)\b")
+_PAST_CUES = re.compile(r"(?i)\b(used to|previously|formerly|before)\b")
 _BEFORE_VALUE = re.compile(r"(?i)\bbefore\s+(?:(?:he|she|they|[A-Z][\w'’-]*)\s+)?(?:\w+ing\s+|\w+ed\s+)?(?:to\s+|on\s+|for\s+|at\s+|with\s+|into\s+)?(?P<value>.+?)\s*\??$")
 
 
@@ -48,8 +51,8 @@ def _lemmas(question: str) -> set[str]:
     return {(t.lemma_ or t.text).lower() for t in doc if not t.is_punct} | {t.lower_ for t in doc}
 
 
-def _key_words(ev: EventNode) -> set[str]:
-    key = (ev.frame or {}).get("key", "")
+def _key_words(frame: Mapping[str, Any]) -> set[str]:
+    key = str(frame.get("key", ""))
     words = set(key.split()) - {"in", "at", "as", "for", "with", "on", "to", "into", "from", "of", "by", "about", "be"}
     return words
 
@@ -64,6 +67,19 @@ def asked_noun(question: str) -> str | None:
     return None
 
 
+def _facet_frame(ev: EventNode) -> dict[str, Any] | None:
+    """A typed-facet event read as a frame: its key is the facet's own words ('employer' → 'work employer')."""
+    if not ev.facet or not ev.value:
+        return None
+    from tracecli.graph.facets import facet_kind, facet_label
+
+    words = re.findall(r"[a-z]+", f"{facet_label(ev.facet)} {ev.facet.replace('_', ' ').replace(':', ' ')}".lower())
+    key = " ".join(w for w in words if w not in ("has", "a", "the", "as", "set", "for", "at", "named", "is", "pet", "name"))
+    kind = facet_kind(ev.facet)
+    vtype = {"place": "place", "org": "org", "name": "name", "date": "date", "venue": "place"}.get(kind, "thing")
+    return {"key": key or ev.facet, "type": vtype, "head": (ev.value or "").split()[-1].lower(), "facet": True}
+
+
 def predecessor(graph: Graph, ev: EventNode) -> EventNode | None:
     """The latest event that `ev` updates (what held before it)."""
     older = [graph.events[e.dst] for e in graph.out.get(ev.id, []) if e.label == "updates" and e.dst in graph.events]
@@ -71,75 +87,155 @@ def predecessor(graph: Graph, ev: EventNode) -> EventNode | None:
     return max(older, key=lambda o: (o.seq, o.sentence_idx)) if older else None
 
 
-def successor(graph: Graph, ev: EventNode, as_of: str | None) -> EventNode:
-    """Follow `updates` forward to the newest version said by `as_of` (or now)."""
-    current, seen = ev, {ev.id}
-    while True:
-        newer = [graph.events[e.src] for e in graph.into.get(current.id, []) if e.label == "updates" and e.src not in seen]
-        if as_of is not None:
-            newer = [n for n in newer if not n.time_anchor or n.time_anchor <= as_of]
-        if not newer:
-            return current
-        current = max(newer, key=lambda n: (n.seq, n.sentence_idx, not n.negated))
-        seen.add(current.id)
+#: how the answer step reads sentences and values (see `frame_answer`)
+SentenceSim = Callable[[Sequence[EventNode]], Sequence[float]]
+ValueFit = Callable[[str, Sequence[str]], Sequence[float]]
+#: candidates re-scored by their own sentence per question (the rest keep their message's relevance)
+TOP_CANDIDATES = 24
+#: cosine between the asked noun phrase and a value above which the value is of the asked kind
+VALUE_FIT = 0.3
+#: candidates within this score of the best that state the same kind of fact are rival versions of it
+RIVAL_MARGIN = 0.12
+#: a rival in other words must be this close to the winner on sentence, message and value similarity alone
+CONTENT_MARGIN = 0.05
+
+
+@dataclass
+class _Cand:
+    ev: EventNode
+    frame: dict[str, Any]
+    key_hit: float
+    noun_hit: bool
+    rel: float
+    sim: float = 0.0
+    fit: float = 0.0
+    score: float = 0.0
+
+
+def _asked_phrase(question: str, people: Sequence[str]) -> str | None:
+    """What kind of value the question wants, as words: 'what mobile network …' → 'mobile network'."""
+    from tracecli.graph.nlp import get_nlp
+
+    doc = get_nlp()(question)
+    for tok in doc:
+        if tok.lower_ in ("what", "which") and tok.dep_ == "det" and tok.head.pos_ == "NOUN":
+            head = tok.head
+            mods = [c for c in head.children if c.dep_ in ("compound", "amod") and c.i < head.i]
+            return " ".join(t.text for t in sorted([*mods, head], key=lambda t: t.i)).lower()
+    for tok in doc:  # "What is Wren's gym locker code?" → the possessed noun
+        if tok.pos_ == "NOUN" and any(c.dep_ == "poss" for c in tok.children):
+            mods = [c for c in tok.children if c.dep_ in ("compound", "amod")]
+            return " ".join(t.text for t in sorted([*mods, tok], key=lambda t: t.i)).lower()
+    return None
 
 
 def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapping[str, float],
-                 as_of: str | None, people: Sequence[str]) -> FrameAnswer | None:
-    """The frame event that answers the question, followed to the right end of its revision chain."""
+                 as_of: str | None, people: Sequence[str], sentence_sim: SentenceSim | None = None,
+                 value_fit: ValueFit | None = None) -> FrameAnswer | None:
+    """The frame event that answers the question, followed to the right end of its revision chain.
+
+    Candidates are the named people's frames said by `as_of`; each is scored by the share of its key the
+    question names, the asked noun in its sentence, its sentence's and message's similarity to the
+    question, and how well its value fits the asked noun phrase. Among rival versions of the winner (the
+    same person, a compatible value, nearly as good a match) the latest said wins: a fact restated with a
+    new value is a revision even where no edge was drawn. Then `updates` edges are followed.
+    """
     qwords = _lemmas(question) - _QUESTION_WORDS - {p.lower() for p in people}
-    if not qwords:
-        return None
     wanted = WANTED.get(shape.wh)
+    if _HOW_MUCH.search(question):
+        wanted = frozenset({"number", "date", "code"})  # "how long / many / much / old / often" asks for an amount
     before_value = None
     m = _BEFORE_VALUE.search(question) if "before" in question.lower() else None
     if m:
         before_value = set(re.findall(r"\w+", m.group("value").lower())) - _QUESTION_WORDS
     noun = asked_noun(question)
-    best: tuple[float, EventNode] | None = None
+    phrase = _asked_phrase(question, people)
+    cands: list[_Cand] = []
+    graph_subjects = {e.subject for e in graph.events.values()}
     for ev in graph.events.values():
-        if not ev.frame or not ev.value or ev.frame.get("key") in ("retract", "it") or ev.frame.get("hedged"):
+        frame = ev.frame or _facet_frame(ev)
+        if not frame or not ev.value or frame.get("key") == "retract" or frame.get("hedged"):
             continue
-        if people and ev.subject not in people:
-            continue
-        if ev.negated:
+        if frame.get("key") == "it" and (wanted is None or frame.get("type") not in wanted):
+            continue  # "it's Porto now" answers only a question that asks for its type ("when …" → a date)
+        if (people and ev.subject not in people) or ev.negated:
             continue
         if as_of is not None and ev.time_anchor and ev.time_anchor > as_of:
             continue
-        key = _key_words(ev)
-        if not key:
+        if wanted is not None and frame.get("type", "thing") not in wanted:
             continue
-        hit = len(key & qwords) / len(key)
-        if hit == 0:
-            continue
-        vtype = ev.frame.get("type", "thing")
-        type_ok = 1.0 if wanted is None or vtype in wanted else 0.0
-        if wanted is not None and not type_ok:
-            continue
-        if noun is not None and noun not in key and not re.search(rf"(?i)\b{re.escape(noun)}", ev.quote):
-            continue  # "What car ...": a frame that never mentions a car does not answer it
         value_words = set(re.findall(r"\w+", ev.value.lower()))
+        if ev.value in people or ev.value in graph_subjects:
+            continue  # a person is not a value of their own facts ("Who is Daniel's physio?" → not "Daniel")
         if value_words and value_words <= qwords:
             continue  # the question names this value: it is not the answer (unless "before X", below)
-        score = 0.55 * hit + 0.45 * relevance.get(ev.id, 0.0)
-        if best is None or (score, ev.seq, ev.sentence_idx) > (best[0], best[1].seq, best[1].sentence_idx):
-            best = (score, ev)
+        if noun is not None and frame.get("type") == "thing" and noun not in value_words \
+                and frame.get("head") != noun:
+            continue  # "What car …" is answered by a car or by a name, not by another kind of thing
+        key = _key_words(frame)
+        key_hit = len(key & qwords) / len(key) if key else 0.0
+        noun_hit = noun is not None and (noun in key or bool(re.search(rf"(?i)\b{re.escape(noun)}", ev.quote)))
+        cands.append(_Cand(ev, frame, key_hit, noun_hit, relevance.get(ev.id, 0.0)))
     if before_value:
         named = _event_with_value(graph, before_value, people, qwords)
         if named is not None:
             prev = predecessor(graph, named)
             if prev is not None:
                 return FrameAnswer(prev, named, 0.9, "chain")
-    if best is None:
+    if not cands:
         return None
-    score, chosen = best
+    cands.sort(key=lambda c: (-(c.key_hit + c.noun_hit + c.rel), c.ev.seq, c.ev.id))
+    head = [c for c in cands if c.key_hit > 0 or c.noun_hit] + [c for c in cands if not (c.key_hit > 0 or c.noun_hit)]
+    head = head[:TOP_CANDIDATES]
+    sims = list(sentence_sim([c.ev for c in head])) if sentence_sim is not None else [c.rel for c in head]
+    fits = list(value_fit(phrase, [c.ev.value or "" for c in head])) if value_fit is not None and phrase else [0.0] * len(head)
+    scored: list[_Cand] = []
+    for c, sim, fit in zip(head, sims, fits):
+        c.sim, c.fit = float(sim), float(fit)
+        typed = c.noun_hit or c.fit >= VALUE_FIT
+        if c.key_hit == 0 and not typed:
+            continue  # nothing points at it: no key word and not of the asked kind (closeness alone is the
+            # sentence fallback's job, which reads the whole sentence)
+        c.score = 0.3 * c.key_hit + 0.15 * c.noun_hit + 0.2 * c.sim + 0.35 * c.rel + 0.2 * c.fit
+        scored.append(c)
+    if not scored:
+        return None
+    scored.sort(key=lambda c: (-c.score, -c.ev.seq, c.ev.id))
+    best = scored[0]
+    chosen = best.ev
+    if not (_PAST_CUES.search(question) and as_of is None):
+        rivals = [c for c in scored if c.ev.subject == best.ev.subject and _rival(c, best)
+                  and c.score >= best.score - RIVAL_MARGIN]
+        chosen = max(rivals, key=lambda c: (c.ev.seq, c.ev.sentence_idx)).ev
     if _PAST_CUES.search(question) and as_of is None:
-        current = successor(graph, chosen, None)
+        current = newest_successor(graph, chosen, None)
         prev = predecessor(graph, current)
         if prev is not None:
-            return FrameAnswer(prev, chosen, score, "chain")
-    end = successor(graph, chosen, as_of)
-    return FrameAnswer(end, chosen, score, "chain" if end.id != chosen.id else "frame")
+            return FrameAnswer(prev, chosen, best.score, "chain")
+    end = newest_successor(graph, chosen, as_of)
+    support = "chain" if end.id != best.ev.id else "frame"
+    return FrameAnswer(end, best.ev, best.score, support)
+
+
+def _rival(c: _Cand, best: _Cand) -> bool:
+    """Does candidate `c` state the same kind of fact as `best` (so that the later of the two is current)?"""
+    fc, fb = c.frame, best.frame
+    if c.ev.id == best.ev.id:
+        return True
+    tc, tb = fc.get("type", "thing"), fb.get("type", "thing")
+    if not (tc == tb or (tc in PROPER_TYPES and tb in PROPER_TYPES)):
+        return False
+    if fc.get("key") == fb.get("key") and fc.get("key") != "be":
+        return True
+    if (c.noun_hit and best.noun_hit) or (c.fit >= VALUE_FIT and best.fit >= VALUE_FIT and c.key_hit == best.key_hit):
+        return True
+    # a restatement in other words: as close to the question as the winner on content alone
+    return _content(c) >= _content(best) - CONTENT_MARGIN
+
+
+def _content(c: _Cand) -> float:
+    """How close a candidate is to the question by sentence, message and value alone (not by key words)."""
+    return 0.5 * c.sim + 0.3 * c.rel + 0.2 * c.fit
 
 
 def _event_with_value(graph: Graph, words: set[str], people: Sequence[str], qwords: set[str]) -> EventNode | None:

@@ -71,8 +71,11 @@ class EventVectors:
         if not todo:
             return 0
         rows = []
+        done: dict[str, np.ndarray] = {}  # events of one sentence (several frames) share its vector
         for n, ev in enumerate(todo, 1):
-            vec = np.asarray(self.embedder.embed_batch([ev.quote])[0], dtype=np.float32)
+            vec = done.get(ev.quote)
+            if vec is None:
+                vec = done[ev.quote] = np.asarray(self.embedder.embed_batch([ev.quote])[0], dtype=np.float32)
             qhash = quote_hash(ev.quote)
             self._vecs[ev.id], self._hashes[ev.id] = vec, qhash
             rows.append((ev.id, ev.conversation_id, self.model, qhash, vec.tobytes()))
