@@ -24,6 +24,8 @@ from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape
 
 NOT_ENOUGH = "not enough evidence"
+#: a frame answer must score at least this (`frame_answer`'s scale) to be given instead of the best sentence
+FRAME_ANSWER_FLOOR = 0.4
 
 
 @dataclass
@@ -199,9 +201,9 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape) -> str:
         return _entity(ev.quote, ("GPE", "LOC", "FAC")) or ev.quote
     if shape.wh == "who":
         return _entity(ev.quote, ("PERSON",), avoid=(ev.subject,)) or ev.quote
-    if ev.value:
+    if ev.value and ev.facet:
         return _value_text(ev)
-    return ev.quote
+    return ev.quote  # a sentence matched on closeness alone: the whole of it, not a frame value it happens to hold
 
 
 def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mapping[str, float],
@@ -212,8 +214,10 @@ def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mappi
     people = [p for p in shape.people if p in subjects]
     found = frame_answer(graph, shape, question, relevance, as_of, people,
                          readers.sentence_sim if readers else None, readers.value_fit if readers else None)
-    if found is None:
-        return None
+    if found is not None and found.support == "none":
+        return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
+    if found is None or found.score < FRAME_ANSWER_FLOOR:
+        return None  # a weakly matched frame is no better than the best sentence, which says more
     ev = found.event
     text = f"{ev.subject} no longer: {ev.value}" if ev.negated else (ev.value or ev.quote)
     refs = list(ev.source_refs)
@@ -250,8 +254,6 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         framed = _from_frame(graph, shape, question, relevance, as_of, readers)
         if framed is not None:
             return framed
-        if not shape.facets and _asked_noun_unsupported(graph, shape, question):
-            return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is not None:
         ev, conflicts = found
         text = with_article(ev)
@@ -284,8 +286,6 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         best = newest_successor(graph, ranked_events[0][0], as_of)
     elif shape.wants_current:
         best = newest_successor(graph, best, as_of)
-    if question and _other_kind(graph, best, shape, question):
-        return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     value = extract_value(graph, best, shape)
     refs = list(best.source_refs)
     ids = [best.id]
@@ -296,36 +296,3 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
             refs.extend(r for r in cause.source_refs if r not in refs)
     return Answer(text=value, abstained=False, event_ids=ids, source_refs=refs, method="event", support="sentence",
                   confidence=round(max(0.0, min(1.0, best_note_cosine)) * 0.6, 3))
-
-
-def _asked_noun_unsupported(graph: Graph, shape: QueryShape, question: str) -> bool:
-    """'What car does Wren drive?' when no statement of Wren's mentions a car: nothing supports an answer."""
-    from tracecli.query.frame_answer import asked_noun
-
-    noun = asked_noun(question)
-    if noun is None:
-        return False
-    subjects = {ev.subject for ev in graph.events.values()}
-    people = [p for p in shape.people if p in subjects]
-    pattern = re.compile(rf"(?i)\b{re.escape(noun)}(?:s|es)?\b")
-    return not any(pattern.search(ev.quote) for ev in graph.events.values() if not people or ev.subject in people)
-
-
-def _other_kind(graph: Graph, ev: EventNode, shape: QueryShape, question: str) -> bool:
-    """The best sentence states a thing of another kind than the 'what / which N' asked for ('road trip' for a car)."""
-    from tracecli.graph.extract import _lexicon_facet
-    from tracecli.query.frame_answer import asked_noun
-
-    noun = asked_noun(question)
-    frame = ev.frame or {}
-    if noun is None or frame.get("type") != "thing" or not ev.value or frame.get("head") == noun:
-        return False
-    if re.search(rf"(?i)\b{re.escape(noun)}", ev.quote):
-        return False
-    if _lexicon_facet(ev.value) in shape.facets:
-        return False
-    # a typed facet the person has stated at some time is answerable from its sentences; one never stated is not
-    subjects = {e.subject for e in graph.events.values()}
-    people = [p for p in shape.people if p in subjects]
-    return not any(_facet_matches(e, f) for e in graph.events.values() for f in shape.facets
-                   if not people or e.subject in people)

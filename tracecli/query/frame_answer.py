@@ -41,7 +41,7 @@ class FrameAnswer:
     event: EventNode
     chosen: EventNode  # the frame the question matched, before following the chain
     score: float
-    support: str  # chain | frame
+    support: str  # chain | frame | none (the person's statements of that predicate name another kind of thing)
 
 
 def _lemmas(question: str) -> set[str]:
@@ -151,6 +151,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
     noun = asked_noun(question)
     phrase = _asked_phrase(question, people)
     cands: list[_Cand] = []
+    other_kind: list[EventNode] = []  # what the person did with the asked predicate, when it is not the asked kind
     graph_subjects = {e.subject for e in graph.events.values()}
     for ev in graph.events.values():
         frame = ev.frame or _facet_frame(ev)
@@ -169,11 +170,13 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             continue  # a person is not a value of their own facts ("Who is Daniel's physio?" → not "Daniel")
         if value_words and value_words <= qwords:
             continue  # the question names this value: it is not the answer (unless "before X", below)
-        if noun is not None and frame.get("type") == "thing" and noun not in value_words \
-                and frame.get("head") != noun:
-            continue  # "What car …" is answered by a car or by a name, not by another kind of thing
         key = _key_words(frame)
         key_hit = len(key & qwords) / len(key) if key else 0.0
+        if noun is not None and frame.get("type") == "thing" and noun not in value_words \
+                and frame.get("head") != noun:
+            if key_hit > 0:
+                other_kind.append(ev)
+            continue  # "What car …" is answered by a car or by a name, not by another kind of thing
         noun_hit = noun is not None and (noun in key or bool(re.search(rf"(?i)\b{re.escape(noun)}", ev.quote)))
         cands.append(_Cand(ev, frame, key_hit, noun_hit, relevance.get(ev.id, 0.0)))
     if before_value:
@@ -183,7 +186,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             if prev is not None:
                 return FrameAnswer(prev, named, 0.9, "chain")
     if not cands:
-        return None
+        return _refusal(other_kind)
     cands.sort(key=lambda c: (-(c.key_hit + c.noun_hit + c.rel), c.ev.seq, c.ev.id))
     head = [c for c in cands if c.key_hit > 0 or c.noun_hit] + [c for c in cands if not (c.key_hit > 0 or c.noun_hit)]
     head = head[:TOP_CANDIDATES]
@@ -199,7 +202,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
         c.score = 0.3 * c.key_hit + 0.15 * c.noun_hit + 0.2 * c.sim + 0.35 * c.rel + 0.2 * c.fit
         scored.append(c)
     if not scored:
-        return None
+        return _refusal(other_kind)
     scored.sort(key=lambda c: (-c.score, -c.ev.seq, c.ev.id))
     best = scored[0]
     chosen = best.ev
@@ -215,6 +218,11 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
     end = newest_successor(graph, chosen, as_of)
     support = "chain" if end.id != best.ev.id else "frame"
     return FrameAnswer(end, best.ev, best.score, support)
+
+
+def _refusal(other_kind: Sequence[EventNode]) -> FrameAnswer | None:
+    """'What car does Wren drive?' when what Wren drove is a road trip: nothing known answers it."""
+    return FrameAnswer(other_kind[0], other_kind[0], 0.0, "none") if other_kind else None
 
 
 def _rival(c: _Cand, best: _Cand) -> bool:
@@ -241,5 +249,5 @@ def _content(c: _Cand) -> float:
 def _event_with_value(graph: Graph, words: set[str], people: Sequence[str], qwords: set[str]) -> EventNode | None:
     """The latest event of the people named whose value the question names after 'before'."""
     found = [ev for ev in graph.events.values() if ev.value and not ev.negated and (not people or ev.subject in people)
-             and (vw := set(re.findall(r"\w+", ev.value.lower()))) and (vw <= words or (words and words <= vw))]
+             and (vw := set(re.findall(r"\w+", ev.value.lower()))) and len(vw & words) * 2 >= len(vw)]
     return max(found, key=lambda ev: (ev.seq, ev.sentence_idx)) if found else None
