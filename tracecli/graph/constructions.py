@@ -155,14 +155,6 @@ class Construction:
     new: int | None
     verb: int | None = None
 
-    @property
-    def substitutes(self) -> bool:
-        return self.new is not None
-
-    @property
-    def retracts(self) -> bool:
-        return self.old is not None
-
 
 @lru_cache(maxsize=1)
 def _matchers() -> tuple[Any, Any]:

@@ -69,22 +69,9 @@ class Frame:
     value_tokens: tuple[int, ...] = field(default_factory=tuple)
     hedged: bool = False  # a possibility, not a statement: "might move to X", "if I join X", "thinking of X"
 
-    @property
-    def masked(self) -> str:
-        """The statement with its value masked: what two frames of the same fact share."""
-        if self.key in ("be", "it"):
-            return "I am X"
-        if self.copular:
-            return f"my {self.key} is X"
-        return f"I {self.key} X"
-
     def as_json(self) -> dict[str, Any]:
         return {"key": self.key, "type": self.vtype, "head": self.head, "novelty": self.novelty,
                 "copular": self.copular, "past": self.past, "verb": self.verb, "hedged": self.hedged}
-
-
-def _sentence_start(sent: Any) -> int:
-    return sent.start if hasattr(sent, "start") else 0
 
 
 def resolve_person(tok: Any, speaker: str, other: str | None, participants: Sequence[str]) -> str | None:

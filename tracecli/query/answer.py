@@ -206,6 +206,17 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape) -> str:
     return ev.quote  # a sentence matched on closeness alone: the whole of it, not a frame value it happens to hold
 
 
+def _replacement(graph: Graph, retraction: EventNode, as_of: str | None) -> EventNode | None:
+    """'No longer X': the newest positive statement that revises any statement of X (along another edge)."""
+    gone = {(graph.events[e.dst].subject, frozenset(_words(graph.events[e.dst].value)))
+            for e in graph.out.get(retraction.id, []) if e.label == "updates" and e.dst in graph.events}
+    replaced = [ev for ev in graph.events.values() if (ev.subject, frozenset(_words(ev.value))) in gone]
+    newer = [graph.events[e.src] for old in replaced for e in graph.into.get(old.id, [])
+             if e.label == "updates" and e.src in graph.events]
+    newer = [n for n in newer if not n.negated and n.value and (as_of is None or (n.time_anchor or "") <= as_of)]
+    return max(newer, key=_order) if newer else None
+
+
 def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mapping[str, float],
                 as_of: str | None, readers: Readers | None) -> Answer | None:
     from tracecli.query.frame_answer import frame_answer
@@ -238,15 +249,9 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         if newer.id != found[0].id and newer.value:
             found = (newer, found[1])
     if found is not None and found[0].negated:
-        # "no longer X": whatever replaced X along another `updates` edge is the answer
-        gone = {(graph.events[e.dst].subject, frozenset(_words(graph.events[e.dst].value)))
-                for e in graph.out.get(found[0].id, []) if e.label == "updates" and e.dst in graph.events}
-        replaced = [ev for ev in graph.events.values() if (ev.subject, frozenset(_words(ev.value))) in gone]
-        newer = [graph.events[e.src] for old in replaced for e in graph.into.get(old.id, [])
-                 if e.label == "updates" and e.src in graph.events and not graph.events[e.src].negated
-                 and graph.events[e.src].value and (as_of is None or (graph.events[e.src].time_anchor or "") <= as_of)]
-        if newer:
-            found = (max(newer, key=_order), found[1])
+        replacement = _replacement(graph, found[0], as_of)
+        if replacement is not None:
+            found = (replacement, found[1])
     if found is None and as_of is not None and _known_later(graph, shape, as_of):
         # the asked-for fact of the named person exists, but only from after that date
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
