@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from tracecli.graph.frames import PROPER_TYPES
@@ -44,10 +45,16 @@ class FrameAnswer:
     support: str  # chain | frame | none (the person's statements of that predicate name another kind of thing)
 
 
-def _lemmas(question: str) -> set[str]:
+@lru_cache(maxsize=512)
+def _parse(question: str) -> Any:
+    """The question's parse, once per question (read for its lemmas, asked noun and asked phrase)."""
     from tracecli.graph.nlp import get_nlp
 
-    doc = get_nlp()(question)
+    return get_nlp()(question, disable=["ner"])  # entities are not read here; the parse and lemmas are
+
+
+def _lemmas(question: str) -> set[str]:
+    doc = _parse(question)
     return {(t.lemma_ or t.text).lower() for t in doc if not t.is_punct} | {t.lower_ for t in doc}
 
 
@@ -59,9 +66,7 @@ def _key_words(frame: Mapping[str, Any]) -> set[str]:
 
 def asked_noun(question: str) -> str | None:
     """The noun a 'what / which N' question asks for ('What car does she drive?' → 'car'), lemmatised."""
-    from tracecli.graph.nlp import get_nlp
-
-    for tok in get_nlp()(question):
+    for tok in _parse(question):
         if tok.lower_ in ("what", "which") and tok.dep_ == "det" and tok.head.pos_ == "NOUN":
             return (tok.head.lemma_ or tok.head.text).lower()
     return None
@@ -91,7 +96,7 @@ def predecessor(graph: Graph, ev: EventNode) -> EventNode | None:
 SentenceSim = Callable[[Sequence[EventNode]], Sequence[float]]
 ValueFit = Callable[[str, Sequence[str]], Sequence[float]]
 #: candidates re-scored by their own sentence per question (the rest keep their message's relevance)
-TOP_CANDIDATES = 24
+TOP_CANDIDATES = 12
 #: cosine between the asked noun phrase and a value above which the value is of the asked kind
 VALUE_FIT = 0.3
 #: candidates within this score of the best that state the same kind of fact are rival versions of it
@@ -114,9 +119,7 @@ class _Cand:
 
 def _asked_phrase(question: str, people: Sequence[str]) -> str | None:
     """What kind of value the question wants, as words: 'what mobile network …' → 'mobile network'."""
-    from tracecli.graph.nlp import get_nlp
-
-    doc = get_nlp()(question)
+    doc = _parse(question)
     for tok in doc:
         if tok.lower_ in ("what", "which") and tok.dep_ == "det" and tok.head.pos_ == "NOUN":
             head = tok.head
