@@ -135,6 +135,7 @@ class Asker:
         self._scopes: dict[tuple[str, ...], _Scope] = {}
         self._scope_ids: list[str] = []
         self._changes = -1  # the connection's total_changes after this Asker's own last write
+        self._short_vecs: dict[str, np.ndarray] = {}  # asked phrases and candidate values, normalised (value fit)
 
     @property
     def embedder(self) -> Any:
@@ -381,12 +382,21 @@ class Asker:
         def sentence_sim(events: Sequence[EventNode]) -> list[float]:
             return (vectors.matrix(list(events)) @ qvec).tolist() if events else []
 
+        cache = self._short_vecs
+
         def value_fit(phrase: str, values: Sequence[str]) -> list[float]:
             if not values:
                 return []
-            vecs = np.asarray(self.embedder.embed_batch([phrase, *values]), dtype=np.float32)
-            vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
-            return (vecs[1:] @ vecs[0]).tolist()
+            # asked phrases and candidate values recur from question to question: embed each short text once
+            todo = [t for t in dict.fromkeys([phrase, *values]) if t not in cache]
+            if todo:
+                if len(cache) > 50_000:
+                    cache.clear()
+                vecs = np.asarray(self.embedder.embed_batch(todo), dtype=np.float32)
+                vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+                cache.update(zip(todo, vecs))
+            q = cache[phrase]
+            return [float(cache[v] @ q) for v in values]
 
         return Readers(sentence_sim, value_fit)
 
