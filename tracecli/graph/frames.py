@@ -162,10 +162,6 @@ def value_type(tokens: Sequence[Any], text: str) -> str:
     return "thing"
 
 
-def _head_lemma(tokens: Sequence[Any], head: Any) -> str:
-    return (head.lemma_ or head.text).lower()
-
-
 def _negated(verb: Any) -> bool:
     for c in verb.children:
         if c.dep_ == "neg":
@@ -234,7 +230,7 @@ def _frame(subject: str, key: str, head_tok: Any, sent: Any, *, verb: Any | None
     if not key:
         return None
     past = verb is not None and verb.tag_ in ("VBD", "VBN") and not any(c.dep_ == "aux" and c.lower_ in ("have", "'ve", "’ve", "has") for c in verb.children)
-    return Frame(subject=subject, key=key, value=text, head=_head_lemma(toks, head_tok), vtype=value_type(toks, text),
+    return Frame(subject=subject, key=key, value=text, head=(head_tok.lemma_ or head_tok.text).lower(), vtype=value_type(toks, text),
                  hedged=verb is not None and _hedged(verb),
                  negated=_negated(verb) if verb is not None else False,
                  novelty=_novel(verb, toks) if verb is not None else any(t.lower_ in NOVELTY_WORDS for t in sent),

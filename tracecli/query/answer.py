@@ -102,11 +102,16 @@ def newest_successor(graph: Graph, ev: EventNode, as_of: str | None, *, same_fac
         seen.add(current.id)
 
 
+def named_people(graph: Graph, shape: QueryShape) -> list[str]:
+    """The people the question names who are the subject of some event."""
+    subjects = {ev.subject for ev in graph.events.values()}
+    return [p for p in shape.people if p in subjects]
+
+
 def facet_answer(graph: Graph, shape: QueryShape, relevance: Mapping[str, float], as_of: str | None,
                  settings: AskSettings) -> tuple[EventNode, list[EventNode]] | None:
     """The event holding the asked-for facet's value at `as_of` (or now), and any conflicting ones."""
-    subjects = {ev.subject for ev in graph.events.values()}
-    named = [p for p in shape.people if p in subjects]
+    named = named_people(graph, shape)
     for facet in shape.facets:
         matching = [ev for ev in graph.events.values() if _facet_matches(ev, facet)]
         if not matching and facet.startswith("date:"):
@@ -221,8 +226,7 @@ def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mappi
                 as_of: str | None, readers: Readers | None) -> Answer | None:
     from tracecli.query.frame_answer import frame_answer
 
-    subjects = {ev.subject for ev in graph.events.values()}
-    people = [p for p in shape.people if p in subjects]
+    people = named_people(graph, shape)
     found = frame_answer(graph, shape, question, relevance, as_of, people,
                          readers.sentence_sim if readers else None, readers.value_fit if readers else None)
     if found is not None and found.support == "none":
