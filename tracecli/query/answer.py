@@ -26,6 +26,8 @@ from tracecli.query.shape import QueryShape
 NOT_ENOUGH = "not enough evidence"
 #: a frame answer must score at least this (`frame_answer`'s scale) to be given instead of the best sentence
 FRAME_ANSWER_FLOOR = 0.4
+#: sentences of one person within this (re-ranked) score of the best are restatements of one fact (see below)
+RESTATEMENT_MARGIN = 0.06
 
 
 @dataclass
@@ -242,6 +244,15 @@ def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mappi
                   support=found.support, confidence=round(min(1.0, 0.5 + found.score), 3))
 
 
+def _latest_restatement(valid: Sequence[tuple[EventNode, float]]) -> EventNode:
+    """The latest of the best sentence's restatements: the same person's sentences that match the question nearly
+    as well (within `RESTATEMENT_MARGIN`). Asked for the state now or at a date, a fact said again later in other
+    words is its newer version even where no `updates` edge was drawn (an implicit revision read at query time)."""
+    best, top = valid[0]
+    rivals = [ev for ev, sc in valid[:8] if sc >= top - RESTATEMENT_MARGIN and ev.subject == best.subject and not ev.negated]
+    return max(rivals or [best], key=lambda e: (e.seq, e.sentence_idx))
+
+
 def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],
                    relevance: Mapping[str, float], best_note_cosine: float, as_of: str | None,
                    settings: AskSettings, question: str = "", readers: Readers | None = None) -> Answer:
@@ -288,6 +299,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         best = next((ev for ev, sc in valid[:4] if sc >= top - 0.03 and _cause_of(graph, ev) is not None), None)
     if best is None and valid:
         best = valid[0][0]
+        if (shape.wants_current and shape.says_now) or as_of is not None:
+            best = _latest_restatement(valid)
     if best is None:
         if as_of is not None:
             # nothing relevant had been said by that date

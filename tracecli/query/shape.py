@@ -31,7 +31,8 @@ _PREFERENCE = re.compile(r"\b(favou?rite|prefer\w*|like|likes|love|loves|enjoy\w
                          r"rather|usually|order)\b", re.I)
 _MULTIHOP = re.compile(r"\b(why|how come|what led|what caused|because|reason|result|lead to|led to|end up|ended up|"
                        r"after .* what|both|relationship between|how did .* (?:meet|get|end))\b", re.I)
-_NOW = re.compile(r"\b(now|currently|current|these days|at the moment|today|still|anymore|latest|end up|ended up)\b", re.I)
+#: words that ask for the state now, as against what holds in general ("Where does she work now?")
+_NOW = re.compile(r"\b(now|nowadays|currently|current|these days|at the moment|at present|at this point|today|still|anymore|any more|latest|end up|ended up)\b", re.I)
 _SCOPE = re.compile(
     r"\b(?:as of|as at|in|on|by|during|back in|around|at the (?:start|end|beginning) of|early|mid|late)\s+"
     r"(?:(?:early|mid|late|the start of|the end of)\s+)?"
@@ -57,6 +58,7 @@ class QueryShape:
     as_of_source: str | None = None  # "option" | "question" | None
     scope_phrase: str | None = None
     wants_current: bool = True
+    says_now: bool = False  # the question itself asks for the state now ("… now?", "… these days?")
     before_event_verb: str | None = None
     back_when: str | None = None
     #: capitalised words that look like names of someone or something but are not a known person
@@ -182,6 +184,7 @@ def shape_of(question: str, names: Sequence[str], now: dt.datetime | None, as_of
     m = _BACK_WHEN.search(question)
     if m and shape.as_of is None:
         shape.back_when = m.group("rest").strip(" ?")
+    shape.says_now = bool(_NOW.search(question))
     shape.wants_current = shape.as_of is None and shape.before_event_verb is None and shape.back_when is None
     if shape.as_of is not None and shape.plan == "factual":
         shape.plan = "temporal"

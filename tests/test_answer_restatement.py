@@ -1,0 +1,57 @@
+"""The sentence fallback reads a later restatement of the same fact as its newer version when asked for now."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from tracecli.query.answer import RESTATEMENT_MARGIN, answer_offline
+from tracecli.query.paths import EventNode, Graph
+from tracecli.query.settings import AskSettings
+from tracecli.query.shape import shape_of
+
+
+def _ev(eid: str, seq: int, quote: str, subject: str = "Noor", anchor: str = "2024-01-01T10:00:00Z") -> EventNode:
+    return EventNode(
+        id=eid, conversation_id="c", session_id="s", type="state_change", subject=subject, description=quote,
+        quote=quote, time_anchor=anchor, event_time=None, event_time_granularity=None, seq=seq, sentence_idx=0,
+        facet=None, value=None, negated=False, confidence=0.6, validity=1.0, valid_until=None, topic_id=None,
+        source_refs=[f"m{seq}"],
+    )
+
+
+OLD = _ev("e1", 1, "my choir meets in the church hall on tuesdays", anchor="2024-01-01T10:00:00Z")
+NEW = _ev("e2", 9, "choir practice is in the library on thursdays these days", anchor="2024-05-01T10:00:00Z")
+OTHER = _ev("e3", 12, "my choir meets in the old school", subject="Ivo", anchor="2024-06-01T10:00:00Z")
+
+
+def _answer(question: str, ranked: list[tuple[EventNode, float]], as_of: str | None = None):
+    events = [OLD, NEW, OTHER]
+    graph = Graph({e.id: e for e in events}, defaultdict(list), defaultdict(list), {}, {})
+    shape = shape_of(question, ["Noor", "Ivo"], None)
+    return answer_offline(graph, shape, ranked, {}, 0.9, as_of, AskSettings(), question)
+
+
+def test_asked_for_now_a_close_later_restatement_wins():
+    ranked = [(OLD, 0.80), (NEW, 0.80 - RESTATEMENT_MARGIN / 2)]
+    ans = _answer("Where does Noor's choir meet now?", ranked)
+    assert ans.source_refs == ["m9"]
+    assert "library" in ans.text
+
+
+def test_without_a_now_cue_the_best_sentence_stays():
+    ranked = [(OLD, 0.80), (NEW, 0.80 - RESTATEMENT_MARGIN / 2)]
+    ans = _answer("Where does Noor's choir meet?", ranked)
+    assert ans.source_refs == ["m1"]
+
+
+def test_a_distant_or_other_persons_sentence_is_no_restatement():
+    far = [(OLD, 0.80), (NEW, 0.80 - 2 * RESTATEMENT_MARGIN)]
+    assert _answer("Where does Noor's choir meet now?", far).source_refs == ["m1"]
+    other = [(OLD, 0.80), (OTHER, 0.80)]
+    assert _answer("Where does Noor's choir meet now?", other).source_refs == ["m1"]
+
+
+def test_as_of_a_date_takes_the_latest_restatement_said_by_then():
+    ranked = [(OLD, 0.80), (NEW, 0.79)]
+    assert _answer("Where did Noor's choir meet?", ranked, as_of="2024-02-01T00:00:00Z").source_refs == ["m1"]
+    assert _answer("Where did Noor's choir meet?", ranked, as_of="2024-06-01T00:00:00Z").source_refs == ["m9"]
