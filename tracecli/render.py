@@ -118,7 +118,7 @@ def build_results(results: list[Any]) -> None:
                                   "LLM calls"], contents))
 
 
-_MARK_STYLE = {"valid": "green", "partial": "yellow", "outdated": "red", "conflict": "magenta"}
+_MARK_STYLE = {"valid": "green", "partial": "yellow", "outdated": "red", "conflict": "magenta", "not yet": "dim"}
 
 
 def _steps_text(steps: list[Any]) -> Any:

@@ -454,7 +454,9 @@ class Asker:
             ref = hit.source_ref or hit.message_id
             if len(self._scope_ids) > 1:
                 ref = qualified_ref(hit.conversation_id, ref)
-            note_text = hit.text if hit.rowid not in outdated_notes else f"[OUTDATED] {hit.text}"
+            note_text = f"[OUTDATED] {hit.text}" if hit.rowid in outdated_notes else hit.text
+            if as_of is not None and hit.timestamp and hit.timestamp > as_of:
+                note_text = f"[NOT YET] {hit.text}"  # said after the as-of date: unknown then, not superseded
             ev = _best_sentence([graph.events[e] for e in graph.by_note.get(hit.rowid, [])], qwords, scope.quote_words)
             item: ContextItem
             path: Path | None = None
@@ -521,7 +523,7 @@ class Asker:
         out = set()
         for rowid, eids in graph.by_note.items():
             faceted = [graph.events[e] for e in eids if graph.events[e].facet]
-            if faceted and all(ev.validity_at(as_of) == 0.0 for ev in faceted):
+            if faceted and all(ev.validity_at(as_of) == 0.0 and not ev.said_after(as_of) for ev in faceted):
                 out.add(rowid)
         return out
 

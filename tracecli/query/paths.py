@@ -63,7 +63,14 @@ class EventNode:
             return 0.0
         return 1.0 if self.validity == 0.0 else self.validity
 
+    def said_after(self, as_of: str | None) -> bool:
+        """Was this said after the as-of time (not yet known then, which is not the same as superseded)?"""
+        return as_of is not None and bool(self.time_anchor) and str(self.time_anchor) > as_of
+
     def marker(self, as_of: str | None = None) -> str:
+        """valid | partial | outdated (superseded by then) | not yet (said after the as-of time)."""
+        if self.said_after(as_of):
+            return "not yet"
         v = self.validity_at(as_of)
         return "valid" if v >= 1.0 else "partial" if v > 0 else "outdated"
 
