@@ -15,18 +15,12 @@ from typing import TYPE_CHECKING, Any
 import pysqlite3.dbapi2 as sqlite3
 
 from tracecli.errors import ModelMismatch, StoreError
+from tracecli.store.schema import MIGRATION_SET, SCHEMA
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
 VECTOR_TABLES = {"note_vectors": "notes"}
-#: The schema migrations of `tracecli.store.migrations`, in order (a test keeps the two equal). Opening a
-#: database compares this with `_sqlite_migrations` in plain SQL, so a file that is up to date opens
-#: without importing sqlite-utils, which imports numpy and tries pandas (~100 ms of every start).
-SCHEMA = ("m001_core", "m002_llm", "m003_graph", "m004_answers", "m005_wiki", "m006_lifecycle", "m007_event_vectors",
-          "m008_event_frames")
-MIGRATION_SET = "tracecli"
-
 
 def utc_now() -> str:
     """The current UTC time as ISO-8601 text with a trailing Z."""
