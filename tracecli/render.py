@@ -10,8 +10,13 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-err = Console(stderr=True, highlight=False)
+#: width of stderr output that goes to a log or a pipe, where there is no terminal to fit: wide enough that
+#: tables keep ids, slugs and dates whole (rich's default of 80 columns folded them inside cells)
+LOG_WIDTH = 1000
+
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else LOG_WIDTH)
 
 
 def to_jsonable(value: Any) -> Any:

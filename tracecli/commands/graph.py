@@ -1,16 +1,17 @@
 """`tracecli graph show` and `tracecli graph export`: look at the evidence graph.
 
 Registered on the main app with `register(app)`, which adds a `graph` sub-app.
-The commands' signatures use the shared option types of `tracecli.cli`,
-imported inside `register` so that cli.py can import this module without a
-cycle. Like `commands/doctor.py`, this module does not use postponed
-annotations: Typer must see the real `Annotated` objects of those aliases.
+Like `commands/doctor.py`, this module does not use postponed annotations:
+Typer reads the `Annotated` option aliases of `tracecli.commands.common`.
 """
 
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+
+from tracecli import render
+from tracecli.commands.common import DEFAULT_DB, DEFAULT_NAMESPACE, DbOpt, JsonOpt, NamespaceOpt, guarded
 
 GROUP_NAME = "graph"
 _MARK_STYLE = {"valid": "green", "partial": "yellow", "outdated": "red"}
@@ -27,7 +28,6 @@ def render_event_detail(detail: Any) -> None:
     """The event, its edges and its source messages as tables on stderr."""
     from rich.markup import escape
 
-    from tracecli import render
     from tracecli.graph.dates import format_date
 
     ev = detail.event
@@ -90,10 +90,6 @@ def register(app: typer.Typer) -> None:
     """Add `tracecli graph show|export` to `app` (a no-op if it is already there)."""
     if is_registered(app):
         return
-    from tracecli import render
-    from tracecli.cli import DEFAULT_DB, DbOpt, JsonOpt, guarded
-    from tracecli.commands.common import DEFAULT_NAMESPACE, NamespaceOpt
-
     group = typer.Typer(
         name=GROUP_NAME,
         help="Look at the evidence graph: one event with its edges and sources, or export the whole graph.",
