@@ -36,6 +36,12 @@ def emit_json(value: Any) -> None:
     sys.stdout.flush()
 
 
+def emit_text(text: str) -> None:
+    """Print a document the command produced (an export) on stdout as it is."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 def emit_json_line(value: Any) -> None:
     """One compact JSON object per line (JSONL), for batch output."""
     sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":")) + "\n")

@@ -123,39 +123,43 @@ def register(app: typer.Typer) -> None:
             render_event_detail(detail)
 
     def export_cmd(
-        fmt: Annotated[str, typer.Option("--format", help="json | graphml (networkx, Gephi, yEd) | dot (Graphviz)")] = "json",
+        fmt: Annotated[Optional[str], typer.Option("--format", help="json (default) | graphml (networkx, Gephi, yEd) | dot (Graphviz)", show_default=False)] = None,
         conversation: Annotated[Optional[str], typer.Option("--conversation", help="Only this conversation (default: every built one of the namespace).")] = None,
         out: Annotated[Optional[Path], typer.Option("--out", help="Write to this file instead of stdout.", dir_okay=False)] = None,
         namespace: NamespaceOpt = DEFAULT_NAMESPACE,
         db: DbOpt = DEFAULT_DB,
+        as_json: JsonOpt = False,
     ) -> None:
         """Export the evidence graph: event, session and topic vertices and every edge.
 
         Edges carry their label, family (support / evolution / structural),
         confidence, justification and invalidation time; events carry their
         validity marker. JSON is {"nodes": [...], "edges": [...]}. Prints to
-        stdout unless --out is given.
+        stdout unless --out is given; with --json the graph goes to stdout as
+        JSON, or with --out a JSON summary of what was written.
         """
         from tracecli.errors import BadInput
         from tracecli.graph.inspect import EXPORT_FORMATS, export_graph, serialise
         from tracecli.store import open_store
 
-        fmt = fmt.lower().strip()
-        if fmt not in EXPORT_FORMATS:
-            raise BadInput(f"unknown export format '{fmt}'; choose one of {', '.join(EXPORT_FORMATS)}")
+        chosen = (fmt or "json").lower().strip()
+        if chosen not in EXPORT_FORMATS:
+            raise BadInput(f"unknown export format '{chosen}'; choose one of {', '.join(EXPORT_FORMATS)}")
+        if as_json and out is None and chosen != "json":
+            raise BadInput(f"--json prints the graph as JSON on stdout; drop --format {chosen} or give --out FILE")
         with open_store(db, create=False) as store:
             export = export_graph(store, conversation, namespace=namespace)
-        text = serialise(export, fmt)
+        text = serialise(export, chosen)
         if out is None:
-            import sys
-
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            render.emit_text(text)
             return
         from tracecli.files import write_out
 
         write_out(out, text)
-        render.show(f"[dim]wrote {len(export.nodes)} vertices and {len(export.edges)} edges to {out} ({fmt})[/]")
+        if as_json:
+            render.emit_json({"out": str(out), "format": chosen, "vertices": len(export.nodes), "edges": len(export.edges)})
+        else:
+            render.show(f"[dim]wrote {len(export.nodes)} vertices and {len(export.edges)} edges to {out} ({chosen})[/]")
 
     group.command("show")(guarded(show_cmd))
     group.command("export")(guarded(export_cmd))
