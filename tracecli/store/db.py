@@ -149,6 +149,12 @@ def _connect(path: Path) -> sqlite3.Connection:
 def open_store(path: str | Path, *, create: bool = True) -> Store:
     """Open (and if needed create and upgrade) the database at `path`."""
     path = Path(path)
+    if not path.parent.is_dir():
+        missing = "is not a directory" if path.parent.exists() else "does not exist"
+        raise StoreError(f"{path}: directory {path.parent} {missing}")
+    if not create and path.is_file() and path.stat().st_size == 0:
+        # SQLite would take an empty file for a new database and write a schema into it
+        raise StoreError(f"{path}: empty file, not a tracecli database; run `tracecli ingest` to create one")
     if not create and not path.exists():
         raise StoreError(f"{path}: no such database; run `tracecli ingest` first")
     if path.exists() and path.is_dir():
