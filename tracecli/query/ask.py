@@ -14,22 +14,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
 from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, newest_successor
-from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, qualified_ref, rank_paths, score_path, traverse
+from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
 from tracecli.query.vectors import EventVectors
-from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, resolve_scope
+from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, qualified_ref, resolve_scope
 from tracecli.store.db import Store, dumps, placeholders, utc_now
 from tracecli.text import content_words, count_tokens, short_hash
 from tracecli.timeutil import parse_iso, parse_user_date
+
+if TYPE_CHECKING:
+    from tracecli.providers.embeddings import Embedder
+    from tracecli.providers.llm import ChatModel
 
 
 @dataclass

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracecli.query.settings import AskSettings
+from tracecli.scope import qualified_ref
 from tracecli.store.db import Store, placeholders
 
 TIME_ORDERED = ("before", "causes", "enables", "prevents")
@@ -88,11 +89,6 @@ class Graph:
     by_note: dict[int, list[str]]
     by_topic: dict[str, list[str]]
     conflicts: set[frozenset[str]] = field(default_factory=set)
-
-
-def qualified_ref(conversation_id: str, ref: str) -> str:
-    """A ref that stays unambiguous when several conversations are in scope ('conv:s2-m16')."""
-    return f"{conversation_id}:{ref}"
 
 
 def load_graph(store: Store, conversation_ids: Sequence[str]) -> Graph:
