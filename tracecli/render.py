@@ -80,7 +80,10 @@ def ingest_results(results: list[Any]) -> None:
         for c in res.conversations:
             status = "created" if c.created else ("appended" if c.new_messages else "nothing new")
             rows.append([Path(res.file).name, c.conversation_id, c.source_format, c.new_messages, c.skipped_messages, c.new_sessions, status])
-    show(table("ingest", ["file", "conversation", "format", "new msgs", "already had", "new sessions", "status"], rows))
+    show(table("ingest", ["file", "conversation", "format", "new msgs", "already present", "new sessions", "status"], rows))
+    new = sum(c.new_messages for res in results for c in res.conversations)
+    present = sum(c.skipped_messages for res in results for c in res.conversations)
+    show(f"{new} new message(s) stored; {present} skipped as already present (same conversation, speaker, time and text)")
 
 
 def stats(s: Any) -> None:
