@@ -238,7 +238,7 @@ class Asker:
         t0 = time.perf_counter()
         timing: dict[str, float] = {}
         settings = self.settings
-        budget = budget or settings.budget
+        budget = settings.budget if budget is None else budget
         if budget < 20:
             raise BadInput(f"--budget {budget} is too small; give at least 20 tokens")
         as_of_dt = _as_datetime(as_of)
