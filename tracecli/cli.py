@@ -185,13 +185,17 @@ def ask_cmd(
 @command("trace")
 def trace_cmd(
     answer_id: Annotated[str, typer.Argument(help="The answer id that `tracecli ask` printed (ans_…).", show_default=False)],
+    show_all: Annotated[bool, typer.Option("--all", help="Also list the context-only messages (retrieved, not cited).")] = False,
     namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
     """Replay an answer: its evidence paths with relation labels and validity markers, events, claims, messages.
 
-    Only answers asked in the same namespace are found.
+    The messages the answer cites come first, as its evidence; messages the
+    context only showed alongside them are counted, and listed with --all
+    (--json lists every message with "evidence": true or false). Only answers
+    asked in the same namespace are found.
     """
     from tracecli.query.trace import trace_answer
     from tracecli.store import open_store
@@ -201,7 +205,7 @@ def trace_cmd(
     if as_json:
         render.emit_json(result)
     else:
-        render.trace_result(result)
+        render.trace_result(result, show_all=show_all)
 
 
 @command("stats")

@@ -135,9 +135,7 @@ def build_results(results: list[Any]) -> None:
 _MARK_STYLE = {"valid": "green", "partial": "yellow", "outdated": "red", "conflict": "magenta"}
 
 
-def _steps_text(steps: list[Any]) -> Any:
-    from rich.text import Text
-
+def _steps_text(steps: list[Any]) -> Text:
     out = Text()
     for st in steps:
         d = st if isinstance(st, dict) else to_jsonable(st)
@@ -151,16 +149,21 @@ def _steps_text(steps: list[Any]) -> Any:
     return out
 
 
-def paths_table(title: str, paths: list[Any], score_key: str = "score") -> Any:
-    from rich.table import Table
-
+def paths_table(title: str, paths: list[Any], score_key: str = "score", limit: int | None = None) -> Table:
+    """The `limit` best paths by the score the table prints, best first (ties keep their order), numbered by
+    rank; the path the answer was read from is always shown, marked, wherever its score puts it."""
+    rows = [p if isinstance(p, dict) else to_jsonable(p) for p in paths]
+    ranked = sorted(enumerate(rows, 1), key=lambda nd: -nd[1][score_key])
+    shown = [(rank, d) for rank, (_, d) in enumerate(ranked, 1) if limit is None or rank <= limit or d.get("answer")]
     t = Table(title=title, title_justify="left")
     t.add_column("#", justify="right")
     t.add_column("score", justify="right")
     t.add_column("path (relation labels, validity markers)", overflow="fold")
-    for i, p in enumerate(paths, 1):
-        d = p if isinstance(p, dict) else to_jsonable(p)
-        t.add_row(str(i), f"{d[score_key]:.3f}", _steps_text(d["steps"]))
+    for rank, d in shown:
+        text = _steps_text(d["steps"])
+        if d.get("answer"):
+            text = Text.assemble(("answer: ", "bold"), text)
+        t.add_row(str(rank), f"{d[score_key]:.3f}", text)
     return t
 
 
@@ -171,15 +174,16 @@ def ask_result(r: Any) -> None:
     when = f"as of {r.as_of[:10]}" if r.as_of else "current state"
     show(f"[dim]{r.answer_id} · plan: {r.plan} · {when} · sources: {', '.join(r.source_refs) or '—'}[/]")
     if r.paths:
-        show(paths_table("evidence paths", r.paths[:5]))
+        show(paths_table("evidence paths", r.paths, limit=5))
     show(f"[dim]tracecli trace {r.answer_id}  shows the full evidence[/]")
 
 
-def trace_result(r: Any) -> None:
+def trace_result(r: Any, show_all: bool = False) -> None:
+    """The answer, its paths, events and claims; the messages it cites (context-only ones with `show_all`)."""
     when = f"as of {r.as_of[:10]}" if r.as_of else "current state"
     show(f"[bold]Q:[/] {r.question}\n[bold]A:[/] {r.answer}   [dim]({r.plan}, {when}{', abstained' if r.abstained else ''})[/]")
     if r.paths:
-        show(paths_table("paths, re-ranked by the answer (§II-G)", r.paths[:8], score_key="trace_score"))
+        show(paths_table("paths, re-ranked by the answer (§II-G)", r.paths, score_key="trace_score", limit=8))
     if r.events:
         show(table("events", ["event", "validity", "valid until", "time", "description"],
                    [[e["id"], e.get("validity_marker", "missing"), (e.get("valid_until") or "")[:10],
@@ -187,10 +191,20 @@ def trace_result(r: Any) -> None:
     if r.claims:
         show(table("claims", ["claim", "status", "text", "history"],
                    [[c.get("id"), c.get("status"), c.get("text"), c.get("history", "")] for c in r.claims]))
-    if r.messages:
-        show(table("source messages", ["ref", "speaker", "date", "text"],
-                   [[m.get("source_ref") or m.get("id"), m.get("speaker", ""), (m.get("timestamp") or "")[:10],
-                     m.get("text", "(forgotten or missing)")] for m in r.messages]))
+    evidence = [m for m in r.messages if m.get("evidence")]
+    context_only = [m for m in r.messages if not m.get("evidence")]
+    if evidence or not r.abstained:
+        show(_messages_table("evidence: the messages the answer cites", evidence))
+    if context_only and show_all:
+        show(_messages_table("context only: retrieved alongside, not cited", context_only))
+    elif context_only:
+        show(f"[dim]{len(context_only)} context-only message(s) not shown; tracecli trace {r.answer_id} --all lists them[/]")
+
+
+def _messages_table(title: str, messages: list[dict[str, Any]]) -> Table:
+    return table(title, ["ref", "speaker", "date", "text"],
+                 [[m.get("ref") or m.get("source_ref") or m.get("id"), m.get("speaker", ""), (m.get("timestamp") or "")[:10],
+                   m.get("text", "(forgotten or missing)")] for m in messages])
 
 
 def forget_receipt(r: Any) -> None:

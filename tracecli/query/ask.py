@@ -59,6 +59,7 @@ class PathOut:
     score: float
     signals: dict[str, float]
     steps: list[StepOut]
+    answer: bool = False  # the path the answer was read from
 
 
 @dataclass
@@ -518,7 +519,7 @@ class Asker:
             if extra:
                 ordered.append(extra.pop(0))
         context = [item for item, _ in ordered]
-        outs = [_path_out(graph, p, as_of) for item, p in ordered if p is not None]
+        outs = [_path_out(graph, p, as_of, answer=p is answer_path) for item, p in ordered if p is not None]
         return context, outs
 
     def _outdated_notes(self, graph: Graph, as_of: str | None) -> set[int]:
@@ -593,12 +594,12 @@ def render_path(graph: Graph, path: Path, as_of: str | None) -> str:
     return " ".join(parts)
 
 
-def _path_out(graph: Graph, path: Path, as_of: str | None) -> PathOut:
+def _path_out(graph: Graph, path: Path, as_of: str | None, answer: bool = False) -> PathOut:
     steps = []
     for step in path.steps:
         ev = graph.events[step.event_id]
         steps.append(StepOut(ev.id, short_text(ev), ev.time_anchor, marker(graph, ev, as_of), ev.valid_until, step.relation_to_next))
-    return PathOut(round(path.score, 6), dict(path.signals), steps)
+    return PathOut(round(path.score, 6), dict(path.signals), steps, answer)
 
 
 def _as_datetime(value: str | dt.datetime | None) -> dt.datetime | None:
