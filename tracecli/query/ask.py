@@ -132,7 +132,8 @@ def short_text(ev: EventNode) -> str:
 class Asker:
     """Answers questions over one store; reuse it for many questions."""
 
-    def __init__(self, store: Store, *, settings: AskSettings | None = None, embedder: Any = None, llm: Any = None) -> None:
+    def __init__(self, store: Store, *, settings: AskSettings | None = None, embedder: Embedder | None = None,
+                 llm: ChatModel | None = None) -> None:
         self.store = store
         self.settings = settings or AskSettings()
         self._embedder = embedder

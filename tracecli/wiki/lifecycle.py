@@ -41,6 +41,9 @@ from tracecli.store.db import Store, dumps, placeholders, utc_now
 from tracecli.text import content_words, short_hash
 from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow, norm_text
 
+if TYPE_CHECKING:
+    from tracecli.providers.llm import ChatModel
+
 CURRENT = ("active", "needs-confirmation", "contradictory")
 
 
@@ -78,7 +81,7 @@ class LifecycleCounts:
 class Lifecycle:
     """Applies one snapshot's drafts to a conversation's claims and op log."""
 
-    def __init__(self, store: Store, conversation_id: str, llm: Any = None) -> None:
+    def __init__(self, store: Store, conversation_id: str, llm: ChatModel | None = None) -> None:
         self.store = store
         self.cid = conversation_id
         self.llm = llm if llm is not None and getattr(llm, "is_available", False) else None

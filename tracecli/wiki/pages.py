@@ -660,7 +660,7 @@ def check_llm_page(text: str, claim_ids: set[str], needs_citation: bool) -> str 
     return text
 
 
-def llm_page(llm: Any, p: PagePlan, state: State, det: Rendered) -> str | None:
+def llm_page(llm: ChatModel, p: PagePlan, state: State, det: Rendered) -> str | None:
     """The model's version of a page, validated and with deterministic citations and trajectory list, or None."""
     claims = state.claims_of(p.trajectories)
     by_id = {c.id: c for c in claims}
@@ -701,7 +701,7 @@ def drop_page(store: Store, rowid: int, page_id: str) -> None:
     store.execute("DELETE FROM wiki_vectors WHERE rowid = ?", (rowid,))
 
 
-def compile_pages(store: Store, cid: str, embedder: Any, llm: Any | None, s: PageSettings) -> PagesResult:
+def compile_pages(store: Store, cid: str, embedder: Embedder, llm: ChatModel | None, s: PageSettings) -> PagesResult:
     """Re-plan the conversation's pages; rewrite, re-embed and re-index only the changed ones."""
     state = load_state(store, cid)
     plans = plan_pages(state, s)
@@ -720,7 +720,7 @@ def compile_pages(store: Store, cid: str, embedder: Any, llm: Any | None, s: Pag
             res.unchanged += 1
             continue
         todo.append((p, r, h))
-    vectors = embedder.embed_batch([r.routing_text for _, r, _ in todo]) if todo else []
+    vectors: Any = embedder.embed_batch([r.routing_text for _, r, _ in todo]) if todo else []
     now = utc_now()
     for (p, r, h), vec in zip(todo, vectors):
         markdown, origin = r.markdown, "rules"
