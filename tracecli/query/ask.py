@@ -264,7 +264,7 @@ class Asker:
         relevance = {eid: max((note_cos.get(r, 0.0) for r in ev.note_rowids), default=0.0) for eid, ev in graph.events.items()}
         seeds = self._seeds(graph, shape, hits, relevance)
         ranked_events = self._rank_events(graph, shape, seeds, relevance, as_of_iso)
-        paths = traverse(graph, _one_per_sentence(ranked_events, 20), settings)
+        paths = traverse(graph, _one_per_sentence(ranked_events, 20), settings, as_of_iso)
         paths = rank_paths(graph, paths, relevance, settings, as_of_iso)
         timing["graph"] = _ms(t)
         t = time.perf_counter()
