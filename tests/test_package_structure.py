@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tracecli.audit.report import _reaches as reaches  # the audit's reachability search, on any dict of sets
+
 PACKAGE = Path(__file__).resolve().parent.parent / "tracecli"
 
 
@@ -42,18 +44,6 @@ def _imports(name: str) -> set[str]:
 GRAPH = {name: _imports(name) for name in MODULES}
 
 
-def _reaches(src: str, dst: str) -> bool:
-    seen, todo = set(), [src]
-    while todo:
-        for nxt in GRAPH.get(todo.pop(), ()):
-            if nxt == dst:
-                return True
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return False
-
-
 def test_the_import_graph_is_read() -> None:
     assert "tracecli.commands.common" in GRAPH["tracecli.cli"]
     assert "tracecli.store.schema" in GRAPH["tracecli.store.migrations"]
@@ -61,7 +51,7 @@ def test_the_import_graph_is_read() -> None:
 
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith(("tracecli.commands", "tracecli.store"))))
 def test_no_import_cycle_through_the_cli_or_the_store(name: str) -> None:
-    back = sorted(other for other in GRAPH[name] if _reaches(other, name))
+    back = sorted(other for other in GRAPH[name] if reaches(GRAPH, other, name))
     assert not back, f"{name} imports {', '.join(back)}, which import(s) {name} again"
 
 
