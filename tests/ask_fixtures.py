@@ -32,7 +32,7 @@ ASK_KEYS = {"answer_id", "question", "answer", "abstained", "plan", "as_of", "so
             "namespace"}
 CONTEXT_KEYS = {"kind", "text", "source_refs", "score"}
 CONTEXT_KINDS = {"note", "path", "claim", "wiki"}
-PATH_KEYS = {"score", "signals", "steps"}
+PATH_KEYS = {"score", "signals", "steps", "answer"}
 SIGNAL_KEYS = {"ns", "pc", "tc", "uv"}
 STEP_KEYS = {"event_id", "description", "time", "validity", "valid_until", "relation_to_next"}
 TRACE_KEYS = {"answer_id", "question", "answer", "abstained", "plan", "as_of", "source_refs", "paths", "events",

@@ -23,7 +23,7 @@ SAMPLE = ROOT / "sample_conversations" / "update_heavy.json"
 runner = CliRunner()
 
 REPORT_KEYS = {"db", "conversation_ids", "schema_version", "latest_schema_version", "ok", "errors", "warnings", "checks",
-               "findings", "disagreements", "review", "counts"}
+               "findings", "disagreements", "review", "counts", "namespace", "namespaces"}
 CHECK_KEYS = {"name", "group", "status", "checked", "errors", "warnings", "detail"}
 FINDING_KEYS = {"check", "severity", "message", "conversation_id", "refs"}
 

@@ -229,7 +229,7 @@ def test_conversation_filter_takes_only_its_derived_rows(source_db: Path, tmp_pa
     ["--namespace", "nobody"],
     ["--conversation", "edge-cases", "--namespace", "default"],
     ["--format", "xml"],
-    ["--json"],  # --json needs --out
+    ["--json", "--format", "jsonl"],  # --json alone prints the export itself, which JSONL is not
 ])
 def test_bad_export_options_exit_2(source_db: Path, args: list[str]) -> None:
     result = invoke("export", "--db", source_db, *args)
@@ -240,6 +240,12 @@ def test_bad_export_options_exit_2(source_db: Path, args: list[str]) -> None:
 def test_export_to_stdout_is_the_file(source_db: Path, exports: dict[str, dict[str, Path]]) -> None:
     result = ok(invoke("export", "--derived", "--db", source_db))
     assert result.stdout.encode("utf-8") == exports["json"]["first"].read_bytes()
+
+
+def test_export_json_without_out_is_the_json_export(source_db: Path, exports: dict[str, dict[str, Path]]) -> None:
+    result = ok(invoke("export", "--derived", "--json", "--db", source_db))
+    assert result.stdout.encode("utf-8") == exports["json"]["first"].read_bytes()
+    assert json.loads(result.stdout)["format"] == "tracecli-export"
 
 
 def test_import_json_summary(source_db: Path, exports: dict[str, dict[str, Path]], tmp_path: Path) -> None:

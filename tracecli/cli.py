@@ -7,17 +7,30 @@ or no answer, 2 bad usage or bad input.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from tracecli import render
+from tracecli import __version__, render
+from tracecli.commands.common import (
+    DEFAULT_DB,
+    DEFAULT_NAMESPACE,
+    DbOpt,
+    F,
+    JsonOpt,
+    NamespaceOpt,
+    TraceGroup,
+    chat_model,
+    for_stage,
+    guarded,
+    progress,
+)
 from tracecli.errors import BadInput
 
 app = typer.Typer(
+    cls=TraceGroup,
     help="State-aware memory over long conversations, in one SQLite file.\n\n"
     "Typical run: tracecli ingest chat.json → build-graph → compile-wiki → "
     'ask "where is Alice going now?" → trace ANSWER_ID.',
@@ -27,7 +40,19 @@ app = typer.Typer(
     add_completion=False,
 )
 
-from tracecli.commands.common import DEFAULT_DB, DEFAULT_NAMESPACE, DbOpt, F, JsonOpt, NamespaceOpt, guarded
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"tracecli {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main_options(
+    version: Annotated[bool, typer.Option("--version", callback=_show_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    pass
 
 
 def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
@@ -38,15 +63,6 @@ def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
         return func
 
     return deco
-
-
-def _progress(enabled: bool) -> Any:
-    """A rich progress bar on a TTY, nothing on a pipe."""
-    if not enabled or not sys.stderr.isatty():
-        return None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=render.err, transient=True)
 
 
 @command("ingest")
@@ -79,34 +95,17 @@ def ingest_cmd(
         raise
     embedder = get_embedder()
     results = []
-    bar = _progress(not as_json)
     try:
-        if bar:
-            bar.start()
-        for path, convs in parsed:
-            task = bar.add_task(f"embedding {path.name}", total=None) if bar else None
-
-            def progress(done: int, total: int, task: Any = task) -> None:
-                if bar and task is not None:
-                    bar.update(task, completed=done, total=total)
-
-            results.append(ingest_parsed(store, path, convs, embedder, progress=progress))
+        with progress(not as_json) as update:
+            for path, convs in parsed:
+                results.append(ingest_parsed(store, path, convs, embedder,
+                                             progress=for_stage(update, f"ingest {path.name}: embedding")))
     finally:
-        if bar:
-            bar.stop()
         store.close()
     if as_json:
         render.emit_json({"files": results})
     else:
         render.ingest_results(results)
-
-
-def _chat_model(store: Any, no_cache: bool = False) -> Any:
-    """The configured chat model (or the offline `none` model)."""
-    from tracecli.providers.llm import LLMSettings, get_chat_model
-
-    settings = LLMSettings.from_env(use_cache=not no_cache)
-    return get_chat_model(settings, store=store)
 
 
 @command("build-graph")
@@ -128,22 +127,12 @@ def build_graph_cmd(
     from tracecli.store import open_store
 
     store = open_store(db, create=False)
-    bar = _progress(not as_json)
     try:
-        llm = _chat_model(store, no_cache)
-        task = bar.add_task("building graph", total=None) if bar else None
-        if bar:
-            bar.start()
-
-        def progress(done: int, total: int) -> None:
-            if bar and task is not None:
-                bar.update(task, completed=done, total=total)
-
-        results = build_graph(store, conversation, extractor=extractor, rebuild=rebuild, llm=llm, progress=progress,
-                              namespace=namespace)
+        llm = chat_model(store, no_cache)
+        with progress(not as_json) as update:
+            results = build_graph(store, conversation, extractor=extractor, rebuild=rebuild, llm=llm,
+                                  progress=for_stage(update, "build-graph: sessions"), namespace=namespace)
     finally:
-        if bar:
-            bar.stop()
         store.close()
     if as_json:
         render.emit_json({"conversations": results})
@@ -177,7 +166,7 @@ def ask_cmd(
         raise BadInput("give a QUESTION or --batch FILE (not both)")
     items = read_batch(batch) if batch is not None else None
     with open_store(db, create=False) as store:
-        asker = Asker(store, llm=_chat_model(store))
+        asker = Asker(store, llm=chat_model(store))
         if items is not None:
             for item in items:
                 res = asker.ask(item.question, conversation_id=item.conversation or conversation,
@@ -196,13 +185,17 @@ def ask_cmd(
 @command("trace")
 def trace_cmd(
     answer_id: Annotated[str, typer.Argument(help="The answer id that `tracecli ask` printed (ans_…).", show_default=False)],
+    show_all: Annotated[bool, typer.Option("--all", help="Also list the context-only messages (retrieved, not cited).")] = False,
     namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
     """Replay an answer: its evidence paths with relation labels and validity markers, events, claims, messages.
 
-    Only answers asked in the same namespace are found.
+    The messages the answer cites come first, as its evidence; messages the
+    context only showed alongside them are counted, and listed with --all
+    (--json lists every message with "evidence": true or false). Only answers
+    asked in the same namespace are found.
     """
     from tracecli.query.trace import trace_answer
     from tracecli.store import open_store
@@ -212,7 +205,7 @@ def trace_cmd(
     if as_json:
         render.emit_json(result)
     else:
-        render.trace_result(result)
+        render.trace_result(result, show_all=show_all)
 
 
 @command("stats")

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracecli.errors import BadInput, NotFound
-from tracecli.scope import namespace_of, namespaces, resolve_scope
+from tracecli.scope import message_refs, namespace_of, namespaces, resolve_scope
 from tracecli.store.db import Store, dumps, execute_in, placeholders, utc_now
 from tracecli.text import short_hash
 
@@ -258,11 +258,7 @@ def _texts(store: Store, message_ids: Sequence[str]) -> list[str]:
 
 def _drop_answers(store: Store, cid: str, message_ids: Sequence[str], texts: Sequence[str]) -> None:
     """Stored answers in scope of `cid` that cite a forgotten message or carry its text."""
-    refs = set(message_ids)
-    for ref, mid in execute_in(store, "SELECT source_ref, id FROM messages WHERE id IN ({marks})", message_ids):
-        if ref:
-            refs.update((ref, f"{cid}:{ref}"))
-        refs.add(f"{cid}:{mid}")
+    refs = message_refs(store, cid, message_ids)
     doomed = []
     for aid, scope, payload in store.execute("SELECT id, conversation_id, payload FROM answers ORDER BY id").fetchall():
         if cid not in (scope or "").split(","):

@@ -10,8 +10,13 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-err = Console(stderr=True, highlight=False)
+#: width of stderr output that goes to a log or a pipe, where there is no terminal to fit: wide enough that
+#: tables keep ids, slugs and dates whole (rich's default of 80 columns folded them inside cells)
+LOG_WIDTH = 1000
+
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else LOG_WIDTH)
 
 
 def to_jsonable(value: Any) -> Any:
@@ -28,6 +33,12 @@ def to_jsonable(value: Any) -> Any:
 def emit_json(value: Any) -> None:
     """Print one JSON document on stdout."""
     sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, sort_keys=False) + "\n")
+    sys.stdout.flush()
+
+
+def emit_text(text: str) -> None:
+    """Print a document the command produced (an export) on stdout as it is."""
+    sys.stdout.write(text)
     sys.stdout.flush()
 
 
@@ -69,7 +80,10 @@ def ingest_results(results: list[Any]) -> None:
         for c in res.conversations:
             status = "created" if c.created else ("appended" if c.new_messages else "nothing new")
             rows.append([Path(res.file).name, c.conversation_id, c.source_format, c.new_messages, c.skipped_messages, c.new_sessions, status])
-    show(table("ingest", ["file", "conversation", "format", "new msgs", "already had", "new sessions", "status"], rows))
+    show(table("ingest", ["file", "conversation", "format", "new msgs", "already present", "new sessions", "status"], rows))
+    new = sum(c.new_messages for res in results for c in res.conversations)
+    present = sum(c.skipped_messages for res in results for c in res.conversations)
+    show(f"{new} new message(s) stored; {present} skipped as already present (same conversation, speaker, time and text)")
 
 
 def stats(s: Any) -> None:
@@ -121,9 +135,7 @@ def build_results(results: list[Any]) -> None:
 _MARK_STYLE = {"valid": "green", "partial": "yellow", "outdated": "red", "conflict": "magenta", "not yet": "dim"}
 
 
-def _steps_text(steps: list[Any]) -> Any:
-    from rich.text import Text
-
+def _steps_text(steps: list[Any]) -> Text:
     out = Text()
     for st in steps:
         d = st if isinstance(st, dict) else to_jsonable(st)
@@ -137,16 +149,21 @@ def _steps_text(steps: list[Any]) -> Any:
     return out
 
 
-def paths_table(title: str, paths: list[Any], score_key: str = "score") -> Any:
-    from rich.table import Table
-
+def paths_table(title: str, paths: list[Any], score_key: str = "score", limit: int | None = None) -> Table:
+    """The `limit` best paths by the score the table prints, best first (ties keep their order), numbered by
+    rank; the path the answer was read from is always shown, marked, wherever its score puts it."""
+    rows = [p if isinstance(p, dict) else to_jsonable(p) for p in paths]
+    ranked = sorted(enumerate(rows, 1), key=lambda nd: -nd[1][score_key])
+    shown = [(rank, d) for rank, (_, d) in enumerate(ranked, 1) if limit is None or rank <= limit or d.get("answer")]
     t = Table(title=title, title_justify="left")
     t.add_column("#", justify="right")
     t.add_column("score", justify="right")
     t.add_column("path (relation labels, validity markers)", overflow="fold")
-    for i, p in enumerate(paths, 1):
-        d = p if isinstance(p, dict) else to_jsonable(p)
-        t.add_row(str(i), f"{d[score_key]:.3f}", _steps_text(d["steps"]))
+    for rank, d in shown:
+        text = _steps_text(d["steps"])
+        if d.get("answer"):
+            text = Text.assemble(("answer: ", "bold"), text)
+        t.add_row(str(rank), f"{d[score_key]:.3f}", text)
     return t
 
 
@@ -157,15 +174,16 @@ def ask_result(r: Any) -> None:
     when = f"as of {r.as_of[:10]}" if r.as_of else "current state"
     show(f"[dim]{r.answer_id} · plan: {r.plan} · {when} · sources: {', '.join(r.source_refs) or '—'}[/]")
     if r.paths:
-        show(paths_table("evidence paths", r.paths[:5]))
+        show(paths_table("evidence paths", r.paths, limit=5))
     show(f"[dim]tracecli trace {r.answer_id}  shows the full evidence[/]")
 
 
-def trace_result(r: Any) -> None:
+def trace_result(r: Any, show_all: bool = False) -> None:
+    """The answer, its paths, events and claims; the messages it cites (context-only ones with `show_all`)."""
     when = f"as of {r.as_of[:10]}" if r.as_of else "current state"
     show(f"[bold]Q:[/] {r.question}\n[bold]A:[/] {r.answer}   [dim]({r.plan}, {when}{', abstained' if r.abstained else ''})[/]")
     if r.paths:
-        show(paths_table("paths, re-ranked by the answer (§II-G)", r.paths[:8], score_key="trace_score"))
+        show(paths_table("paths, re-ranked by the answer (§II-G)", r.paths, score_key="trace_score", limit=8))
     if r.events:
         show(table("events", ["event", "validity", "valid until", "time", "description"],
                    [[e["id"], e.get("validity_marker", "missing"), (e.get("valid_until") or "")[:10],
@@ -173,10 +191,20 @@ def trace_result(r: Any) -> None:
     if r.claims:
         show(table("claims", ["claim", "status", "text", "history"],
                    [[c.get("id"), c.get("status"), c.get("text"), c.get("history", "")] for c in r.claims]))
-    if r.messages:
-        show(table("source messages", ["ref", "speaker", "date", "text"],
-                   [[m.get("source_ref") or m.get("id"), m.get("speaker", ""), (m.get("timestamp") or "")[:10],
-                     m.get("text", "(forgotten or missing)")] for m in r.messages]))
+    evidence = [m for m in r.messages if m.get("evidence")]
+    context_only = [m for m in r.messages if not m.get("evidence")]
+    if evidence or not r.abstained:
+        show(_messages_table("evidence: the messages the answer cites", evidence))
+    if context_only and show_all:
+        show(_messages_table("context only: retrieved alongside, not cited", context_only))
+    elif context_only:
+        show(f"[dim]{len(context_only)} context-only message(s) not shown; tracecli trace {r.answer_id} --all lists them[/]")
+
+
+def _messages_table(title: str, messages: list[dict[str, Any]]) -> Table:
+    return table(title, ["ref", "speaker", "date", "text"],
+                 [[m.get("ref") or m.get("source_ref") or m.get("id"), m.get("speaker", ""), (m.get("timestamp") or "")[:10],
+                   m.get("text", "(forgotten or missing)")] for m in messages])
 
 
 def forget_receipt(r: Any) -> None:

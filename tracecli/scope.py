@@ -15,13 +15,16 @@ CLI always passes a namespace (`--namespace`, else TRACECLI_NAMESPACE, else
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tracecli.errors import BadInput, NotFound
-from tracecli.store.db import Store
+from tracecli.store.db import Store, execute_in
+
+if TYPE_CHECKING:
+    from tracecli.providers.llm import ChatModel
 
 DEFAULT_NAMESPACE = "default"
 NAMESPACE_ENV = "TRACECLI_NAMESPACE"
@@ -82,6 +85,26 @@ def resolve_scope(store: Store, namespace: str | None = None, conversation_id: s
                    f"pass --namespace NAME or set {NAMESPACE_ENV}")
 
 
+def qualified_ref(conversation_id: str, ref: str) -> str:
+    """A ref that stays unambiguous when several conversations are in scope ('conv:s2-m16')."""
+    return f"{conversation_id}:{ref}"
+
+
+def message_refs(store: Store, conversation_id: str, message_ids: Sequence[str] | None = None) -> set[str]:
+    """Every way an answer can cite the conversation's messages (or only these): id and source ref, plain and
+    qualified (an answer asked over several conversations qualifies its refs)."""
+    if message_ids is None:
+        rows = store.execute("SELECT id, source_ref FROM messages WHERE conversation_id = ?", (conversation_id,)).fetchall()
+    else:
+        rows = execute_in(store, "SELECT id, source_ref FROM messages WHERE id IN ({marks})", message_ids)
+    refs: set[str] = set()
+    for mid, ref in rows:
+        for r in (mid, ref):
+            if r:
+                refs.update((r, qualified_ref(conversation_id, r)))
+    return refs
+
+
 def scope_of(store: Store, conversation_ids: Iterable[str]) -> Scope:
     """The scope of text drawn from these conversations (for the LLM cache).
 
@@ -94,7 +117,7 @@ def scope_of(store: Store, conversation_ids: Iterable[str]) -> Scope:
 
 
 @contextmanager
-def llm_scope(model: Any, scope: Scope | None) -> Iterator[None]:
+def llm_scope(model: ChatModel | None, scope: Scope | None) -> Iterator[None]:
     """Within the block, `model` caches and looks up replies under `scope` (restored afterwards).
 
     Chat models that cache (`OpenAIChatModel`) read their `scope` attribute when
@@ -110,9 +133,9 @@ def llm_scope(model: Any, scope: Scope | None) -> Iterator[None]:
     try:
         yield
     finally:
-        if settable:
+        if settable and model is not None:
             model.scope = previous
 
 
-__all__ = ["DEFAULT_NAMESPACE", "NAMESPACE_ENV", "Scope", "check_namespace", "llm_scope", "namespace_of", "namespaces",
-           "resolve_scope", "scope_of"]
+__all__ = ["DEFAULT_NAMESPACE", "NAMESPACE_ENV", "Scope", "check_namespace", "llm_scope", "message_refs", "namespace_of",
+           "namespaces", "qualified_ref", "resolve_scope", "scope_of"]

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+from typing import Any
 
+#: The one stop-word list: English function words (pronouns, determiners, prepositions, conjunctions,
+#: auxiliaries and connective adverbs; the closed classes of spaCy's English stop list, without its content
+#: words such as "move" or "name", its numbers and its time words such as "first" or "never") and the fillers
+#: of chat ("yeah", "lol", "gonna").
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
     between both but by can could did do does doing down during each few for from further had has have having
@@ -12,6 +18,13 @@ STOPWORDS = frozenset(
     nor not now of off on once only or other our ours ourselves out over own same she should so some such than
     that the their theirs them themselves then there these they this those through to too under until up very
     was we were what when where which while who whom why will with would you your yours yourself yourselves
+    across afterwards almost alone although among amongst anyhow anyone anything anyway anywhere around
+    beforehand behind beside besides beyond cannot either else elsewhere everyone everything everywhere except
+    hence hereafter hereby herein hereupon however indeed latter latterly meanwhile might moreover must namely
+    neither nevertheless nobody none noone nothing nowhere onto otherwise perhaps quite rather regarding
+    somehow someone something sometime sometimes somewhere thence thereafter thereby therefore therein
+    thereupon thru thus toward towards unless upon us via whatever whence whenever whereafter whereas whereby
+    wherein whereupon wherever whether whither whoever whose within without yet
     yeah yes oh ok okay hey hi hello lol haha really also got get gets going gonna wanna im ive its thats
     dont didnt doesnt cant wont isnt arent wasnt one much many well still even though let lets like know think
     s t re ve ll d m""".split()
@@ -28,6 +41,19 @@ def words(text: str) -> list[str]:
 def content_words(text: str) -> list[str]:
     """Word tokens without stopwords."""
     return [w for w in words(text) if w not in STOPWORDS and len(w) > 1]
+
+
+@functools.lru_cache(maxsize=1)
+def _porter() -> Any:
+    from nltk.stem.porter import PorterStemmer  # nltk takes seconds to import: only when a stem is asked for
+
+    return PorterStemmer()
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Porter stem of a lower-case word (nltk's, the stemmer of the LoCoMo authors' answer F1)."""
+    return str(_porter().stem(word))
 
 
 def keywords(text: str, limit: int = 12) -> list[str]:

@@ -50,7 +50,7 @@ from tracecli.audit.report import (
 )
 from tracecli.audit.wiki import WikiChecks
 from tracecli.graph.validity import INVALIDATED_BY_UPDATE, propagate
-from tracecli.scope import resolve_scope
+from tracecli.scope import DEFAULT_NAMESPACE, message_refs, namespace_of, resolve_scope
 from tracecli.store.db import Store, execute_in, placeholders
 from tracecli.store.migrations import migrations
 from tracecli.timeutil import parse_iso
@@ -342,9 +342,8 @@ class _Auditor(WikiChecks):
     def answers(self, chk: _Check) -> None:
         rows = self.q("SELECT id, conversation_id, payload FROM answers ORDER BY created_at, id")
         convs = {r[0] for r in self.store.execute("SELECT id FROM conversations")}
-        refs_by_conv: dict[str, set[str]] = defaultdict(set)
+        refs_by_conv: dict[str, set[str]] = {}
         event_ids = {r[0] for r in self.store.execute("SELECT id FROM events")}
-        loaded: set[str] = set()
         items: dict[str, list[str]] = defaultdict(list)
         for aid, refs in self.store.execute("SELECT answer_id, source_refs FROM answer_items ORDER BY answer_id, rank"):
             items[aid].extend(_json_list(refs))
@@ -358,19 +357,15 @@ class _Auditor(WikiChecks):
             for c in gone:
                 chk.error(f"answer {aid} is about conversation '{c}', which no longer exists", c, [aid])
             for c in cids:
-                if c in convs and c not in loaded:
-                    loaded.add(c)
-                    for mid, ref in self.store.execute("SELECT id, source_ref FROM messages WHERE conversation_id = ?", (c,)):
-                        refs_by_conv[c].add(mid)
-                        if ref:
-                            refs_by_conv[c].add(ref)
+                if c in convs and c not in refs_by_conv:
+                    refs_by_conv[c] = message_refs(self.store, c)
             try:
                 payload = json.loads(r["payload"])
             except (TypeError, ValueError):
                 chk.error(f"answer {aid}: stored payload is not JSON", refs=[aid])
                 continue
             refs = list(dict.fromkeys([*payload.get("source_refs", []), *items.get(aid, [])]))
-            known = set().union(*(refs_by_conv[c] for c in cids)) if cids else set()
+            known = set().union(*(refs_by_conv.get(c, set()) for c in cids))
             missing = [x for x in refs if x not in known and not x.startswith(("cl_", "wp_", "tr_", "sn_"))]
             if missing and not gone:
                 chk.error(f"answer {aid} cites message(s) that no longer exist: {', '.join(missing[:5])}",
@@ -429,13 +424,16 @@ def run_audit(store: Store, conversation_id: str | None = None, settings: AuditS
               namespace: str | None = None) -> AuditReport:
     """Run every check over the file (or one conversation) and gather the review queue.
 
-    With `namespace` (the CLI always gives one), findings are limited to that
-    namespace's conversations; file-level checks (integrity, schema) still run.
+    With `namespace`, findings are limited to that namespace's conversations;
+    file-level checks (integrity, schema) still run. Without one (and without a
+    conversation), every conversation of every namespace is checked.
     """
     settings = settings or AuditSettings()
     every = [r[0] for r in store.execute("SELECT id FROM conversations ORDER BY id")]
+    scope_namespace = namespace
     if conversation_id or (namespace is not None and every):
-        cids = list(resolve_scope(store, namespace, conversation_id).conversation_ids)
+        scope = resolve_scope(store, namespace, conversation_id)
+        cids, scope_namespace = list(scope.conversation_ids), scope.namespace
     else:
         cids = every
     a = _Auditor(store, cids, settings, scoped=conversation_id is not None or cids != every)
@@ -475,6 +473,8 @@ def run_audit(store: Store, conversation_id: str | None = None, settings: AuditS
         disagreements=a.disagreements,
         review=a.review,
         counts=_counts(store, cids),
+        namespace=None if namespace is None and conversation_id is None else scope_namespace,
+        namespaces=sorted({namespace_of(store, c) or DEFAULT_NAMESPACE for c in cids}),
     )
 
 

@@ -103,6 +103,8 @@ class AuditReport:
     disagreements: list[Disagreement]
     review: list[ReviewItem]
     counts: dict[str, int]
+    namespace: str | None = None  # the namespace asked for; None: every namespace of the file
+    namespaces: list[str] = field(default_factory=list)  # the namespaces of the checked conversations
 
 
 class _Skip(Exception):

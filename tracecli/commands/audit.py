@@ -1,13 +1,16 @@
 """`tracecli audit`: integrity and grounding checks over the whole file, and a review queue.
 
-Registered on the main app with `register(app)`. Like the other command
-modules, this one does not use postponed annotations: Typer must see the real
-`Annotated` objects of the shared option aliases imported inside `register`.
+Registered on the main app with `register(app)`. This module does not use
+postponed annotations: Typer reads the `Annotated` option aliases of
+`tracecli.commands.common` from the signature.
 """
 
 from typing import Annotated, Any, Optional
 
 import typer
+
+from tracecli import render
+from tracecli.commands.common import DEFAULT_DB, DbOpt, JsonOpt, guarded
 
 COMMAND_NAME = "audit"
 _STATUS_STYLE = {"ok": "green", "warning": "yellow", "error": "bold red", "skipped": "dim"}
@@ -17,11 +20,11 @@ def render_report(report: Any) -> None:
     """Checks, errors and warnings, disagreements and the review queue as tables on stderr."""
     from rich.markup import escape
 
-    from tracecli import render
-
+    where = (f"every namespace ({', '.join(report.namespaces) or 'none'})" if report.namespace is None
+             else f"namespace {report.namespace}")
     checks = render.table(
         f"tracecli audit · {report.db} · schema v{report.schema_version} of {report.latest_schema_version} · "
-        f"{len(report.conversation_ids)} conversation(s)",
+        f"{len(report.conversation_ids)} conversation(s) in {where}",
         ["check", "status", "checked", "errors", "warnings", "detail"], [],
     )
     for c in report.checks:
@@ -62,14 +65,12 @@ def register(app: typer.Typer) -> None:
     """Add `tracecli audit` to `app` (a no-op if it is already there)."""
     if is_registered(app):
         return
-    from tracecli import render
-    from tracecli.cli import DEFAULT_DB, DbOpt, JsonOpt, guarded
-    from tracecli.commands.common import DEFAULT_NAMESPACE, NamespaceOpt
-
     def audit_cmd(
         conversation: Annotated[Optional[str], typer.Option("--conversation", help="Only this conversation (default: all of the namespace).", show_default=False)] = None,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any check reports an error (for CI).")] = False,
-        namespace: NamespaceOpt = DEFAULT_NAMESPACE,
+        namespace: Annotated[Optional[str], typer.Option(
+            "--namespace", envvar="TRACECLI_NAMESPACE", show_default=False,
+            help="Only this namespace's conversations (env TRACECLI_NAMESPACE; default: every namespace in the file).")] = None,
         db: DbOpt = DEFAULT_DB,
         as_json: JsonOpt = False,
     ) -> None:
@@ -83,7 +84,8 @@ def register(app: typer.Typer) -> None:
         the op log is append-only and ordered, page citations resolve, no
         trajectory is reachable only from the index. The review queue lists
         unresolved contradictions and low-confidence updates with both quotes.
-        Findings cover the namespace's conversations only (file-level checks
+        Without --namespace every namespace of the file is checked; with it,
+        findings cover that namespace's conversations only (file-level checks
         still run). Changes nothing; exit 1 with --strict when there is an error.
         """
         from tracecli.audit import run_audit

@@ -1,23 +1,22 @@
 """`tracecli doctor`: check the LLM endpoint, the embedder, SQLite + sqlite-vec and the database file.
 
-Registered on the main app with `register(app)`. The command's signature is
-built inside `register` with the shared option types of `tracecli.cli`, which
-is imported there (not at module level) so that cli.py can import this module
-without a cycle. This module deliberately does not use postponed annotations:
-Typer must see the real `Annotated` objects of the locally imported aliases.
+Registered on the main app with `register(app)`. This module does not use
+postponed annotations: Typer reads the `Annotated` option aliases of
+`tracecli.commands.common` from the signature.
 """
 
 from typing import Any
 
 import typer
 
+from tracecli import render
+from tracecli.commands.common import DEFAULT_DB, DbOpt, JsonOpt, guarded
+
 COMMAND_NAME = "doctor"
 
 
 def render_report(report: Any) -> None:
     """One row per check on stderr: status and what was found (never a key)."""
-    from tracecli import render
-
     llm, emb, sq, db = report.llm, report.embedder, report.sqlite, report.database
 
     def status(check: Any) -> str:
@@ -56,9 +55,6 @@ def register(app: typer.Typer) -> None:
     """Add `tracecli doctor` to `app` (a no-op if it is already there)."""
     if is_registered(app):
         return
-    from tracecli import render
-    from tracecli.cli import DEFAULT_DB, DbOpt, JsonOpt, guarded
-
     def doctor_cmd(db: DbOpt = DEFAULT_DB, as_json: JsonOpt = False) -> None:
         """Check that the configured LLM endpoint, embedder, SQLite + sqlite-vec and database work.
 

@@ -5,22 +5,23 @@ Each command builds the benchmark into a temporary database (or `--db`),
 prints rich tables on stderr (or only JSON on stdout with `--json`) and can
 write a markdown report with the settings that reproduce the run (`--out`).
 Like the other command modules, this one does not use postponed annotations:
-Typer must see the real `Annotated` objects of the shared option aliases.
+Typer reads the `Annotated` option aliases of `tracecli.commands.common`.
 
 `--samples` and `--categories` take several values after one flag
 (`--categories 1 2 3 4`), comma-separated values, or repeated flags.
 """
 
 import shutil
-import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 from typer.core import TyperCommand
+
+from tracecli.commands.common import JsonOpt, guarded, progress
 
 GROUP_NAME = "eval"
 _LIST_OPTIONS = {"--samples": "name", "--categories": "int", "--types": "name"}
@@ -106,32 +107,6 @@ def eval_store(db: Optional[Path]) -> Iterator[tuple[Any, str]]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-@contextmanager
-def progress_bar(enabled: bool) -> Iterator[Optional[Callable[[str, int, int], None]]]:
-    """A rich progress bar (one row per stage) on a TTY; None on a pipe or with --json."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from tracecli import render
-
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=render.err, transient=True)
-    tasks: dict[str, Any] = {}
-
-    def update(stage: str, done: int, total: int) -> None:
-        if stage not in tasks:
-            tasks[stage] = bar.add_task(stage, total=total)
-        bar.update(tasks[stage], completed=done, total=total)
-
-    bar.start()
-    try:
-        yield update
-    finally:
-        bar.stop()
-
-
 def _models(store: Any, judge: bool) -> tuple[Any, Any]:
     """(chat model for the pipeline, judge model or None); --judge without an LLM is a usage error."""
     from tracecli.errors import BadInput
@@ -198,8 +173,6 @@ def register(app: typer.Typer) -> None:
     """Add `tracecli eval locomo|updates|longmemeval` to `app` (a no-op if it is already there)."""
     if is_registered(app):
         return
-    from tracecli.cli import JsonOpt, guarded
-
     group = typer.Typer(
         name=GROUP_NAME,
         help="Run a benchmark end to end (ingest → build-graph → compile-wiki → ask) and print its metrics.",
@@ -245,10 +218,10 @@ def register(app: typer.Typer) -> None:
         embedder = get_embedder()
         with eval_store(db) as (store, label):
             llm, judge_model = _models(store, judge)
-            with progress_bar(not as_json) as progress:
+            with progress(not as_json) as update:
                 report = run_locomo(store, file, samples=split_values(samples) or None, categories=cats, budget=budget,
                                     baselines=baselines, judge=judge, limit=limit, embedder=embedder, llm=llm,
-                                    judge_model=judge_model, db_label=label, progress=progress)
+                                    judge_model=judge_model, db_label=label, progress=update)
         _finish(report, as_json, out)
 
     def updates_cmd(
@@ -280,10 +253,10 @@ def register(app: typer.Typer) -> None:
             llm, judge_model = _models(store, judge)
             if judge_model is None and llm.is_available:
                 judge_model = llm  # the stress format is judged whenever an LLM is configured
-            with progress_bar(not as_json) as progress:
+            with progress(not as_json) as update:
                 report = run_updates(store, file, questions=questions, conversations=conversations, budget=budget,
                                      baselines=baselines, judge=judge, limit=limit, embedder=embedder, llm=llm,
-                                     judge_model=judge_model, db_label=label, progress=progress)
+                                     judge_model=judge_model, db_label=label, progress=update)
         _finish(report, as_json, out)
 
     def longmemeval_cmd(
@@ -310,11 +283,11 @@ def register(app: typer.Typer) -> None:
         embedder = get_embedder()
         with eval_store(db) as (store, label):
             llm, judge_model = _models(store, judge)
-            with progress_bar(not as_json) as progress:
+            with progress(not as_json) as update:
                 report = run_longmemeval(store, file, budget=budget, baselines=baselines, judge=judge, limit=limit,
                                          include_abstention=include_abstention, question_types=split_values(types) or None,
                                          embedder=embedder, llm=llm, judge_model=judge_model, db_label=label,
-                                         progress=progress)
+                                         progress=update)
         _finish(report, as_json, out)
 
     group.command("locomo", cls=ListOptionsCommand)(guarded(locomo_cmd))

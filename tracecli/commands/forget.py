@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from tracecli import render
-from tracecli.commands.common import DEFAULT_DB, DEFAULT_NAMESPACE, DbOpt, JsonOpt, NamespaceOpt, guarded
+from tracecli.commands.common import DEFAULT_DB, DEFAULT_NAMESPACE, DbOpt, JsonOpt, NamespaceOpt, chat_model, guarded
 
 KindArg = Annotated[str, typer.Argument(help="What to forget: message | session | conversation | speaker | namespace.", show_default=False)]
 TargetsArg = Annotated[
@@ -61,10 +61,9 @@ def forget_cmd(
 
 def _recompile(store: Any, conversation_ids: list[str]) -> None:
     """compile-wiki, with the configured models, for the conversations whose wiki forget erased."""
-    from tracecli.cli import _chat_model
     from tracecli.wiki import compile_wiki
 
-    llm = _chat_model(store)
+    llm = chat_model(store)
     for cid in conversation_ids:
         compile_wiki(store, cid, llm=llm)
 

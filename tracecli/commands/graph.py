@@ -1,16 +1,17 @@
 """`tracecli graph show` and `tracecli graph export`: look at the evidence graph.
 
 Registered on the main app with `register(app)`, which adds a `graph` sub-app.
-The commands' signatures use the shared option types of `tracecli.cli`,
-imported inside `register` so that cli.py can import this module without a
-cycle. Like `commands/doctor.py`, this module does not use postponed
-annotations: Typer must see the real `Annotated` objects of those aliases.
+Like `commands/doctor.py`, this module does not use postponed annotations:
+Typer reads the `Annotated` option aliases of `tracecli.commands.common`.
 """
 
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+
+from tracecli import render
+from tracecli.commands.common import DEFAULT_DB, DEFAULT_NAMESPACE, DbOpt, JsonOpt, NamespaceOpt, guarded
 
 GROUP_NAME = "graph"
 _MARK_STYLE = {"valid": "green", "partial": "yellow", "outdated": "red"}
@@ -27,7 +28,6 @@ def render_event_detail(detail: Any) -> None:
     """The event, its edges and its source messages as tables on stderr."""
     from rich.markup import escape
 
-    from tracecli import render
     from tracecli.graph.dates import format_date
 
     ev = detail.event
@@ -90,10 +90,6 @@ def register(app: typer.Typer) -> None:
     """Add `tracecli graph show|export` to `app` (a no-op if it is already there)."""
     if is_registered(app):
         return
-    from tracecli import render
-    from tracecli.cli import DEFAULT_DB, DbOpt, JsonOpt, guarded
-    from tracecli.commands.common import DEFAULT_NAMESPACE, NamespaceOpt
-
     group = typer.Typer(
         name=GROUP_NAME,
         help="Look at the evidence graph: one event with its edges and sources, or export the whole graph.",
@@ -127,39 +123,43 @@ def register(app: typer.Typer) -> None:
             render_event_detail(detail)
 
     def export_cmd(
-        fmt: Annotated[str, typer.Option("--format", help="json | graphml (networkx, Gephi, yEd) | dot (Graphviz)")] = "json",
+        fmt: Annotated[Optional[str], typer.Option("--format", help="json (default) | graphml (networkx, Gephi, yEd) | dot (Graphviz)", show_default=False)] = None,
         conversation: Annotated[Optional[str], typer.Option("--conversation", help="Only this conversation (default: every built one of the namespace).")] = None,
         out: Annotated[Optional[Path], typer.Option("--out", help="Write to this file instead of stdout.", dir_okay=False)] = None,
         namespace: NamespaceOpt = DEFAULT_NAMESPACE,
         db: DbOpt = DEFAULT_DB,
+        as_json: JsonOpt = False,
     ) -> None:
         """Export the evidence graph: event, session and topic vertices and every edge.
 
         Edges carry their label, family (support / evolution / structural),
         confidence, justification and invalidation time; events carry their
         validity marker. JSON is {"nodes": [...], "edges": [...]}. Prints to
-        stdout unless --out is given.
+        stdout unless --out is given; with --json the graph goes to stdout as
+        JSON, or with --out a JSON summary of what was written.
         """
         from tracecli.errors import BadInput
         from tracecli.graph.inspect import EXPORT_FORMATS, export_graph, serialise
         from tracecli.store import open_store
 
-        fmt = fmt.lower().strip()
-        if fmt not in EXPORT_FORMATS:
-            raise BadInput(f"unknown export format '{fmt}'; choose one of {', '.join(EXPORT_FORMATS)}")
+        chosen = (fmt or "json").lower().strip()
+        if chosen not in EXPORT_FORMATS:
+            raise BadInput(f"unknown export format '{chosen}'; choose one of {', '.join(EXPORT_FORMATS)}")
+        if as_json and out is None and chosen != "json":
+            raise BadInput(f"--json prints the graph as JSON on stdout; drop --format {chosen} or give --out FILE")
         with open_store(db, create=False) as store:
             export = export_graph(store, conversation, namespace=namespace)
-        text = serialise(export, fmt)
+        text = serialise(export, chosen)
         if out is None:
-            import sys
-
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            render.emit_text(text)
             return
         from tracecli.files import write_out
 
         write_out(out, text)
-        render.show(f"[dim]wrote {len(export.nodes)} vertices and {len(export.edges)} edges to {out} ({fmt})[/]")
+        if as_json:
+            render.emit_json({"out": str(out), "format": chosen, "vertices": len(export.nodes), "edges": len(export.edges)})
+        else:
+            render.show(f"[dim]wrote {len(export.nodes)} vertices and {len(export.edges)} edges to {out} ({chosen})[/]")
 
     group.command("show")(guarded(show_cmd))
     group.command("export")(guarded(export_cmd))

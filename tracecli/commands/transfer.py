@@ -6,7 +6,6 @@ Thin: parse options, open the store, call `tracecli.transfer`, render.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -28,21 +27,22 @@ def export_cmd(
 ) -> None:
     """Export conversations in the native input format, optionally with every derived layer.
 
-    Deterministic: the same database gives byte-identical output. Vectors and
-    full-text indexes are not exported (`tracecli import` rebuilds them), nor the
-    LLM cache, stored answers or the forget log.
+    Prints the export on stdout unless --out is given; with --out and --json,
+    a JSON summary of what was written goes to stdout instead. Deterministic:
+    the same database gives byte-identical output. Vectors and full-text
+    indexes are not exported (`tracecli import` rebuilds them), nor the LLM
+    cache, stored answers or the forget log.
     """
     from tracecli.store import open_store
     from tracecli.transfer import export_data
 
-    if as_json and out is None:
-        raise BadInput("--json prints a summary on stdout; give --out FILE for the export itself")
     chosen = fmt or ("jsonl" if out is not None and out.suffix.lower() == ".jsonl" else "json")
+    if as_json and out is None and chosen != "json":
+        raise BadInput(f"--json prints the export as one JSON document on stdout; drop --format {chosen} or give --out FILE")
     with open_store(db, create=False) as store:
         text, result = export_data(store, chosen, namespace=namespace, conversation_id=conversation, derived=derived, out=out)
     if out is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        render.emit_text(text)
         return
     if as_json:
         render.emit_json(result)

@@ -13,7 +13,16 @@ import typer
 
 from tracecli import render
 
-from tracecli.commands.common import DEFAULT_DB, DEFAULT_NAMESPACE, DbOpt, JsonOpt, NamespaceOpt
+from tracecli.commands.common import (
+    DEFAULT_DB,
+    DEFAULT_NAMESPACE,
+    DbOpt,
+    JsonOpt,
+    NamespaceOpt,
+    chat_model,
+    for_stage,
+    progress,
+)
 from tracecli.commands.common import guarded as _guarded
 
 ConvOpt = Annotated[str | None, typer.Option("--conversation", help="Only this conversation (default: all of the namespace).")]
@@ -42,25 +51,15 @@ def compile_wiki_cmd(
     endpoint configured, claims, trajectory decisions and pages are
     model-written and validated, else deterministic.
     """
-    from tracecli.cli import _chat_model, _progress
     from tracecli.wiki import compile_wiki
 
     store = _open(db)
-    bar = _progress(not as_json)
     try:
-        llm = _chat_model(store, no_cache)
-        task = bar.add_task("compiling wiki", total=None) if bar else None
-        if bar:
-            bar.start()
-
-        def progress(done: int, total: int) -> None:
-            if bar and task is not None:
-                bar.update(task, completed=done, total=total)
-
-        results = compile_wiki(store, conversation, llm=llm, progress=progress, namespace=namespace)
+        llm = chat_model(store, no_cache)
+        with progress(not as_json) as update:
+            results = compile_wiki(store, conversation, llm=llm, progress=for_stage(update, "compile-wiki: sessions"),
+                                   namespace=namespace)
     finally:
-        if bar:
-            bar.stop()
         store.close()
     if as_json:
         render.emit_json({"conversations": results})

@@ -11,12 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tracecli.query.retrieve import hybrid_search
 from tracecli.store.db import Store
+
+if TYPE_CHECKING:
+    from tracecli.providers.embeddings import Embedder
 
 BASELINES: dict[str, str] = {"dense": "dense", "bm25": "sparse", "rrf": "hybrid"}
 BASELINE_LABELS: dict[str, str] = {
@@ -52,7 +55,7 @@ def flat_search(store: Store, name: str, question: str, query_vec: np.ndarray, c
     return FlatResult(name, items, (time.perf_counter() - t) * 1000.0)
 
 
-def embed_questions(embedder: Any, questions: Sequence[str], batch: int = 64) -> list[np.ndarray]:
+def embed_questions(embedder: Embedder, questions: Sequence[str], batch: int = 64) -> list[np.ndarray]:
     """Question vectors, embedded in batches (one model for the whole run)."""
     out: list[np.ndarray] = []
     for start in range(0, len(questions), batch):

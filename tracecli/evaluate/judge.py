@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracecli.errors import ProviderError
-from tracecli.providers.llm import LLMRequest
+from tracecli.providers.llm import ChatModel, LLMRequest
 from tracecli.scope import Scope, llm_scope
 
 STAGE = "eval-judge"
@@ -104,7 +104,7 @@ def state_messages(question: str, current: str, outdated: Sequence[str], answer:
     return [{"role": "system", "content": _STATE_SYSTEM}, {"role": "user", "content": user}]
 
 
-def _run(model: Any, prompts: list[list[list[dict[str, str]]]], schema: dict[str, Any], runs: int,
+def _run(model: ChatModel | None, prompts: list[list[list[dict[str, str]]]], schema: dict[str, Any], runs: int,
          scope: Scope | None = None) -> JudgeRun:
     """Send every pass of every item (cached under `scope`: the answers come from its conversations); average labels."""
     out = JudgeRun(model=getattr(model, "id", "?"), runs=runs, verdicts=[Verdicts() for _ in prompts])
@@ -132,7 +132,7 @@ def _run(model: Any, prompts: list[list[list[dict[str, str]]]], schema: dict[str
     return out
 
 
-def judge_answers(model: Any, items: Sequence[tuple[str, str, str]], runs: int = DEFAULT_RUNS,
+def judge_answers(model: ChatModel | None, items: Sequence[tuple[str, str, str]], runs: int = DEFAULT_RUNS,
                   scope: Scope | None = None) -> JudgeRun:
     """CORRECT/WRONG for each (question, gold, answer), `runs` passes averaged (1.0 = always CORRECT)."""
     prompts = [[judge_messages(q, g, a, r, runs) for r in range(1, runs + 1)] for q, g, a in items]
@@ -143,7 +143,7 @@ def judge_answers(model: Any, items: Sequence[tuple[str, str, str]], runs: int =
     return out
 
 
-def judge_states(model: Any, items: Sequence[tuple[str, str, Sequence[str], str]], runs: int = DEFAULT_RUNS,
+def judge_states(model: ChatModel | None, items: Sequence[tuple[str, str, Sequence[str], str]], runs: int = DEFAULT_RUNS,
                  scope: Scope | None = None) -> JudgeRun:
     """CURRENT/OUTDATED/WRONG for each (question, current, superseded, answer); score = valid rate, leak = outdated rate."""
     prompts = [[state_messages(q, c, o, a, r, runs) for r in range(1, runs + 1)] for q, c, o, a in items]

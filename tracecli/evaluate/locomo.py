@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracecli.errors import BadInput
 from tracecli.evaluate import metrics
@@ -39,6 +39,10 @@ from tracecli.evaluate.pipeline import (
 from tracecli.evaluate.results import EvalReport, ItemResult, aggregate
 from tracecli.ingest.formats import load_document, parse_file, read_text
 from tracecli.store.db import Store
+
+if TYPE_CHECKING:
+    from tracecli.providers.embeddings import Embedder
+    from tracecli.providers.llm import ChatModel
 
 DEFAULT_CATEGORIES = (1, 2, 3, 4)
 METRICS = ["evidence_recall", "locomo_f1", "set_f1", "bleu1", "judge", "context_words"]
@@ -110,9 +114,9 @@ def run_locomo(
     baselines: bool = False,
     judge: bool = False,
     limit: int | None = None,
-    embedder: Any,
-    llm: Any = None,
-    judge_model: Any = None,
+    embedder: Embedder,
+    llm: ChatModel | None = None,
+    judge_model: ChatModel | None = None,
     db_label: str | None = None,
     progress: ProgressFn | None = None,
 ) -> EvalReport:

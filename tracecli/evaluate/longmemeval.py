@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracecli.errors import BadInput
 from tracecli.evaluate import metrics
@@ -30,6 +30,10 @@ from tracecli.evaluate.pipeline import (
 from tracecli.evaluate.results import EvalReport, ItemResult, aggregate
 from tracecli.ingest.formats import load_document, parse_file, read_text
 from tracecli.store.db import Store
+
+if TYPE_CHECKING:
+    from tracecli.providers.embeddings import Embedder
+    from tracecli.providers.llm import ChatModel
 
 METRICS = ["evidence_recall", "session_recall", "locomo_f1", "set_f1", "judge", "context_words"]
 TYPE_ORDER = ["single-session-user", "single-session-assistant", "single-session-preference", "multi-session",
@@ -94,9 +98,9 @@ def run_longmemeval(
     limit: int | None = None,
     include_abstention: bool = False,
     question_types: Sequence[str] | None = None,
-    embedder: Any,
-    llm: Any = None,
-    judge_model: Any = None,
+    embedder: Embedder,
+    llm: ChatModel | None = None,
+    judge_model: ChatModel | None = None,
     db_label: str | None = None,
     progress: ProgressFn | None = None,
 ) -> EvalReport:

@@ -32,10 +32,9 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-from nltk.stem import PorterStemmer
+from tracecli.text import stem
 
 BLEU_EPSILON = 0.1
 MAX_REFS_PER_ITEM = 3  # an item citing more messages than this gets no evidence credit
@@ -44,7 +43,6 @@ LOCOMO_CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-dom
 _DIA_ID = re.compile(r"D\d+:\d+")
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCT = set(string.punctuation)
-_STEMMER = PorterStemmer()
 
 
 # -- LoCoMo evidence -------------------------------------------------------------------------
@@ -86,14 +84,9 @@ def normalize_answer(text: Any) -> str:
     return " ".join(s.split())
 
 
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    return _STEMMER.stem(word)
-
-
 def locomo_tokens(text: Any) -> list[str]:
     """Normalised, Porter-stemmed tokens."""
-    return [_stem(w) for w in normalize_answer(text).split()]
+    return [stem(w) for w in normalize_answer(text).split()]
 
 
 def token_f1(prediction: Any, gold: Any) -> float:

@@ -14,12 +14,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracecli.errors import BadInput, TraceError
 from tracecli.evaluate import metrics
 from tracecli.ingest.model import ParsedConversation
 from tracecli.store.db import Store
+
+if TYPE_CHECKING:
+    from tracecli.providers.embeddings import Embedder
+    from tracecli.providers.llm import ChatModel
 
 ProgressFn = Callable[[str, int, int], None]
 DEFAULT_BUDGET = 300
@@ -115,8 +119,8 @@ def prepare(
     store: Store,
     parsed: Sequence[tuple[Path, list[ParsedConversation]]],
     *,
-    embedder: Any,
-    llm: Any = None,
+    embedder: Embedder,
+    llm: ChatModel | None = None,
     progress: ProgressFn | None = None,
 ) -> BuildRun:
     """Ingest the parsed conversations, build their graphs and (when available) compile their wikis."""
@@ -181,7 +185,7 @@ class AskRun:
     seconds: float
 
 
-def ask_all(store: Store, questions: Sequence[Any], *, embedder: Any, llm: Any, budget: int,
+def ask_all(store: Store, questions: Sequence[Any], *, embedder: Embedder, llm: ChatModel | None, budget: int,
             progress: ProgressFn | None, ask_args: Callable[[Any], tuple[str, str | None, str | None]],
             make_item: Callable[[Any, Asked, Any], tuple[Any, dict[str, float | None]]]) -> AskRun:
     """Ask every question through one `Asker`; `make_item` turns (question, answer, cut context) into (row, scores)."""
@@ -248,7 +252,7 @@ def git_commit(cwd: Path | None = None) -> str | None:
     return out if proc.returncode == 0 and out else None
 
 
-def run_settings(*, benchmark: str, file: str, budget: int, embedder: Any, llm: Any, judge_model: str | None,
+def run_settings(*, benchmark: str, file: str, budget: int, embedder: Embedder, llm: ChatModel | None, judge_model: str | None,
                  db: str | None, baselines: bool, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything needed to reproduce a run: models, budget, AskSettings weights, git commit."""
     import dataclasses

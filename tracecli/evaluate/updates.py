@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracecli.errors import BadInput
 from tracecli.evaluate import metrics
@@ -43,6 +43,10 @@ from tracecli.evaluate.results import EvalReport, ItemResult, aggregate
 from tracecli.ingest.formats import load_document, parse_file, read_text
 from tracecli.ingest.model import ParsedConversation
 from tracecli.store.db import Store
+
+if TYPE_CHECKING:
+    from tracecli.providers.embeddings import Embedder
+    from tracecli.providers.llm import ChatModel
 
 METRICS = ["valid", "leakage", "net"]
 GROUP_FIELDS = ("kind", "revision", "category", "type", "difficulty")
@@ -255,9 +259,9 @@ def run_updates(
     baselines: bool = False,
     judge: bool = False,
     limit: int | None = None,
-    embedder: Any,
-    llm: Any = None,
-    judge_model: Any = None,
+    embedder: Embedder,
+    llm: ChatModel | None = None,
+    judge_model: ChatModel | None = None,
     db_label: str | None = None,
     progress: ProgressFn | None = None,
 ) -> EvalReport:

@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tracecli.errors import BadInput
 from tracecli.graph.extract import EventOut, MessageIn, RuleExtractor, split_sentences
@@ -23,6 +24,9 @@ from tracecli.graph.validity import apply_validity
 from tracecli.scope import llm_scope, resolve_scope, scope_of
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import short_hash
+
+if TYPE_CHECKING:
+    from tracecli.providers.llm import ChatModel
 
 ProgressFn = Callable[[int, int], None]
 EXTRACTORS = ("auto", "rules", "llm")
@@ -149,7 +153,7 @@ def build_graph(
     *,
     extractor: str = "auto",
     rebuild: bool = False,
-    llm: object | None = None,
+    llm: ChatModel | None = None,
     link_settings: LinkSettings | None = None,
     topic_settings: TopicSettings | None = None,
     progress: ProgressFn | None = None,
@@ -202,7 +206,7 @@ def _roomy_page_cache(store: Store, kib: int = 65536) -> None:
         store.execute(f"PRAGMA cache_size = {-int(kib)}")
 
 
-def _build_one(store: Store, cid: str, use_llm: bool, llm: object | None, rebuild: bool,
+def _build_one(store: Store, cid: str, use_llm: bool, llm: ChatModel | None, rebuild: bool,
                link_settings: LinkSettings, topic_settings: TopicSettings, progress: ProgressFn | None) -> BuildResult:
     started = time.perf_counter()
     participants = json.loads(store.execute("SELECT participants FROM conversations WHERE id = ?", (cid,)).fetchone()[0])

@@ -88,8 +88,7 @@ class EventOut:
 
 def _inflect_3sg(verb: str) -> str:
     low = verb.lower()
-    irregular = {"am": "is", "are": "is", "have": "has", "do": "does", "go": "goes", "'m": "is", "’m": "is",
-                 "'ve": "has", "’ve": "has", "'re": "is", "’re": "is", "don't": "doesn't", "don’t": "doesn’t"}
+    irregular = {"am": "is", "are": "is", "have": "has", "do": "does", "go": "goes", "don't": "doesn't", "don’t": "doesn’t"}
     if low in irregular:
         return irregular[low]
     if re.search(r"(s|sh|ch|x|z|o)$", low):
@@ -99,43 +98,95 @@ def _inflect_3sg(verb: str) -> str:
     return verb + "s"
 
 
+#: English's verb clitics spelled out after a name: (singular subject, plural subject); 'd is "had" before a
+#: past participle ("I'd booked") and "would" otherwise
+_CLITICS = {"'ll": ("will", "will"), "'m": ("is", "are"), "'re": ("is", "are"), "'ve": ("has", "have"),
+            "'d": ("would", "would")}
+
+
+def _clitic(tok: Any) -> str | None:
+    """The spelled-out key of a verb clitic token ('ll, 'd, 've, 're, 'm), None for any other token."""
+    low = tok.lower_.replace("’", "'")
+    return low if low in _CLITICS and tok.pos_ in ("AUX", "VERB") else None
+
+
+def _spelled_out(tok: Any, plural: bool) -> str:
+    key = _clitic(tok) or ""
+    if key == "'d" and tok.head.tag_ == "VBN":
+        return "had"
+    return _CLITICS[key][1 if plural else 0]
+
+
+def _opening_interjections(tokens: Sequence[Any]) -> int:
+    """How many tokens open the sentence as interjections ("Ok", "Oh and", "Haha,"): spaCy's INTJ, the
+    punctuation after them and a conjunction that joins them to the clause. 0 when nothing would be left."""
+    i = 0
+    while i < len(tokens) and (tokens[i].pos_ == "INTJ" or (i and tokens[i].pos_ == "PUNCT")):
+        i += 1
+    if i and i < len(tokens) and tokens[i].pos_ == "CCONJ":
+        i += 1
+    rest = tokens[i:]
+    return i if any(t.pos_ not in ("PUNCT", "SYM", "INTJ", "X", "SPACE") for t in rest) else 0
+
+
 def third_person(sent: Any, speaker: str, other: str | None) -> str:
-    """Rewrite a spaCy sentence so I/my/we/you become names (with verb agreement)."""
+    """Rewrite a spaCy sentence so I/my/we/you become names, with verb agreement and clitics spelled out
+    ("I'll make you" → "Alice will make Bob"); interjections that open it are dropped."""
     out: list[str] = []
     tokens = list(sent)
+    dropped = _opening_interjections(tokens)
+    tokens = tokens[dropped:]
     fix_next_verb = False
+    plural_subject: bool | None = None  # the pronoun just replaced by a name: None, singular or plural ("we")
     for i, tok in enumerate(tokens):
         low = tok.lower_
         text = tok.text
         repl = None
+        replaced = None
         if tok.pos_ == "PRON" or low in ("i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "you", "your", "yours"):
             if low == "i" or low == "me" or low == "myself":
-                repl = speaker
+                repl, replaced = speaker, False
                 fix_next_verb = low == "i"
             elif low in ("my", "mine"):
                 repl = f"{speaker}'s"
             elif low in ("we",):
-                repl = f"{speaker} and co."
+                repl, replaced = f"{speaker} and co.", True
             elif low in ("us", "ourselves"):
                 repl = f"{speaker} and co."
             elif low in ("our", "ours"):
                 repl = f"{speaker}'s"
             elif other and low in ("you", "yourself"):
-                repl = other
+                repl, replaced = other, False
                 fix_next_verb = tok.dep_ in ("nsubj", "nsubjpass")
             elif other and low in ("your", "yours"):
                 repl = f"{other}'s"
-        elif fix_next_verb and tok.tag_ in ("VBP",) or (fix_next_verb and low in ("'m", "’m", "am", "'re", "’re", "are", "'ve", "’ve")):
+        elif plural_subject is not None and _clitic(tok):
+            repl = " " + _spelled_out(tok, plural_subject)
+            fix_next_verb = False
+        elif fix_next_verb and tok.tag_ in ("VBP",) or (fix_next_verb and low in ("am", "are")):
             repl = _inflect_3sg(text)
-            if text in ("'m", "’m", "'ve", "’ve", "'re", "’re"):
-                repl = " " + repl
             fix_next_verb = False
         elif fix_next_verb and tok.pos_ not in ("ADV", "PART"):
             fix_next_verb = False
+        plural_subject = replaced
         if repl is not None and i == 0 and repl and repl[0].islower():
             repl = repl[0].upper() + repl[1:]
+        elif i == 0 and dropped and repl is None and text[:1].islower():
+            repl = text[0].upper() + text[1:]
         out.append((repl if repl is not None else text) + tok.whitespace_)
     return re.sub(r"\s+", " ", "".join(out)).strip()
+
+
+def _addressed(sent: Any, text: str) -> bool:
+    """True when the sentence is about the person spoken to: it opens with you/your, or the subject of its
+    main verb is "you" or "your …" ("Funny you should mention moving" is about the listener, not the speaker)."""
+    if re.match(r"(?i)^(?:you|your)\b", text):
+        return True
+    for child in sent.root.children:
+        if child.dep_ in ("nsubj", "nsubjpass"):
+            if child.lower_ == "you" or any(c.dep_ == "poss" and c.lower_ == "your" for c in child.children):
+                return True
+    return False
 
 
 def _subject_of(group: str | None, speaker: str, other: str | None, participants: Sequence[str]) -> str | None:
@@ -292,9 +343,7 @@ class RuleExtractor:
         for hit in facet_hits:
             out.append(self._event(msg, s_idx, text, description, dates, **hit))
         if not out and self._informative(sent, text):
-            subject = speaker
-            if other and re.match(r"(?i)^(?:you|your)\b", text):
-                subject = other
+            subject = other if other and _addressed(sent, text) else speaker
             out.append(self._event(msg, s_idx, text, description, dates, subject=subject, facet=None, value=None,
                                    kind="thing", confidence=0.6, event_type=None, negated=False))
         out = self._with_frames(msg, sent, s_idx, text, description, dates, out, other)

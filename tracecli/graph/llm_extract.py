@@ -36,7 +36,7 @@ from tracecli.graph import facets as F
 from tracecli.graph.dates import DateMention, find_dates, format_date
 from tracecli.graph.extract import EventOut, MessageIn
 from tracecli.providers.llm import ChatModel, complete_or_fallback
-from tracecli.text import content_words, short_hash
+from tracecli.text import content_words, short_hash, stem
 from tracecli.timeutil import parse_iso
 
 logger = logging.getLogger("tracecli.graph.llm_extract")
@@ -251,24 +251,8 @@ def sentences(text: str) -> list[str]:
     return [p for p in parts if p] or [text.strip()]
 
 
-def _stem(word: str) -> str:
-    """A crude stem so that 'works'/'work' and 'moving'/'move' compare equal on both sides."""
-    w = word
-    for suffix in ("ing", "ed", "es", "s"):
-        if w.endswith(suffix) and not w.endswith("ss") and len(w) - len(suffix) >= 3:
-            w = w[: -len(suffix)]
-            break
-    if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "lsz":
-        w = w[:-1]  # running → runn → run
-    if w.endswith("y") and len(w) > 3:
-        w = w[:-1] + "i"
-    if w.endswith("e") and len(w) > 3:
-        w = w[:-1]
-    return w
-
-
 def _stems(text: str) -> set[str]:
-    return {_stem(w) for w in content_words(text)}
+    return {stem(w) for w in content_words(text)}
 
 
 def _strip_names(text: str, names: Sequence[str]) -> str:

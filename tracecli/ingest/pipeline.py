@@ -1,7 +1,9 @@
 """Write parsed conversations into the store: messages, notes, FTS rows and vectors.
 
-Idempotent (a content hash per message: re-ingesting adds nothing) and
-incremental (new messages of a known conversation are appended). All parsing
+Idempotent (a content hash per message: re-ingesting adds nothing; a message
+whose conversation, speaker, time and text are already stored is the same
+message whichever file or format it comes from) and incremental (new messages
+of a known conversation are appended). All parsing
 and embedding happen before the write; the write is one transaction per file,
 so an error, Ctrl-C or a crash leaves the file as it was.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,10 +80,20 @@ def note_text(speaker: str, text: str, timestamp: str | None) -> str:
 
 
 def _plan(store: Store, conv: ParsedConversation) -> tuple[list[_PendingMessage], int, dict[str, str | None]]:
-    """New messages of `conv` (not yet stored), the count skipped, new session keys → start."""
-    existing = {
-        r[0] for r in store.execute("SELECT content_hash FROM messages WHERE conversation_id = ?", (conv.conversation_id,))
-    }
+    """New messages of `conv` (not yet stored), the count skipped, new session keys → start.
+
+    A message is already stored when its content hash is (the same file again), or when the conversation
+    holds more messages with its speaker, time and text than the file has shown so far (the same chat in
+    another format, whose message ids differ).
+    """
+    existing: set[str] = set()
+    present: Counter[tuple[str, str, str | None]] = Counter()
+    for h, speaker, text, timestamp in store.execute(
+        "SELECT content_hash, speaker, text, timestamp FROM messages WHERE conversation_id = ?", (conv.conversation_id,)
+    ):
+        existing.add(h)
+        present[(speaker, text, timestamp)] += 1
+    shown: Counter[tuple[str, str, str | None]] = Counter()
     known_sessions = {
         r[0] for r in store.execute("SELECT source_id FROM sessions WHERE conversation_id = ?", (conv.conversation_id,))
     }
@@ -94,7 +107,10 @@ def _plan(store: Store, conv: ParsedConversation) -> tuple[list[_PendingMessage]
             occurrence = seen.get(key, 0)
             seen[key] = occurrence + 1
             h = message_hash(conv.conversation_id, msg.speaker, msg.text, msg.timestamp, msg.source_ref, occurrence)
-            if h in existing:
+            timestamp = msg.timestamp or session.started_at
+            content = (msg.speaker, msg.text, timestamp)
+            shown[content] += 1
+            if h in existing or shown[content] <= present[content]:
                 skipped += 1
                 continue
             if session.source_id not in known_sessions:
@@ -105,10 +121,10 @@ def _plan(store: Store, conv: ParsedConversation) -> tuple[list[_PendingMessage]
                     session_key=session.source_id,
                     speaker=msg.speaker,
                     text=msg.text,
-                    timestamp=msg.timestamp or session.started_at,
+                    timestamp=timestamp,
                     source_ref=msg.source_ref,
                     content_hash=h,
-                    note_text=note_text(msg.speaker, msg.text, msg.timestamp or session.started_at),
+                    note_text=note_text(msg.speaker, msg.text, timestamp),
                 )
             )
     return pending, skipped, new_sessions

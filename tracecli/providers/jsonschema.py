@@ -1,9 +1,7 @@
-"""A JSON-schema subset validator and a forgiving JSON-reply parser for LLM output.
+"""JSON-schema validation (the `jsonschema` package) and a forgiving JSON-reply parser for LLM output.
 
-The subset covers what structured-output prompts use: type (or a list of
-types), const, enum, minimum/maximum, minLength/maxLength, minItems/maxItems,
-items, properties, required and additionalProperties. Errors name the first
-offending path ("items[2].label: ...") so a corrective retry can quote it.
+Errors name the offending path ("items[2].label: ...") so a corrective retry can quote it. Every keyword of
+the schema's draft is checked (Draft 2020-12 unless the schema names another with `$schema`).
 """
 
 from __future__ import annotations
@@ -15,105 +13,43 @@ from typing import Any
 
 Schema = Mapping[str, Any]
 
-_TYPE_NAMES = {
-    dict: "object",
-    list: "array",
-    str: "string",
-    bool: "boolean",
-    int: "integer",
-    float: "number",
-    type(None): "null",
-}
+#: longest quote of the offending value in an error message
+MAX_QUOTE = 80
+_VALIDATORS: dict[str, Any] = {}
 
 
-def _type_name(value: Any) -> str:
-    return _TYPE_NAMES.get(type(value), type(value).__name__)
+def _validator(schema: Schema) -> Any:
+    """A validator for `schema`, built once per distinct schema; `jsonschema` is imported on first use (~0.1 s)."""
+    key = json.dumps(schema, sort_keys=True, default=str)
+    if key not in _VALIDATORS:
+        from jsonschema.validators import validator_for
+
+        cls = validator_for(schema)
+        cls.check_schema(schema)
+        _VALIDATORS[key] = cls(schema)
+    return _VALIDATORS[key]
 
 
-def _is_type(value: Any, name: str) -> bool:
-    if name == "object":
-        return isinstance(value, dict)
-    if name == "array":
-        return isinstance(value, list)
-    if name == "string":
-        return isinstance(value, str)
-    if name == "boolean":
-        return isinstance(value, bool)
-    if name == "null":
-        return value is None
-    if isinstance(value, bool):
-        return False
-    if name == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if name == "number":
-        return isinstance(value, (int, float))
-    raise ValueError(f"unsupported schema type {name!r}")
+def _where(path: Any) -> str:
+    """'items[2].label' for the path ('items', 2, 'label'); 'reply' for the top."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "reply"
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+def schema_error(value: Any, schema: Schema) -> str | None:
+    """The most telling place where `value` breaks `schema` ("items[2].label: ..."), or None if it conforms."""
+    from jsonschema.exceptions import best_match
 
-
-def schema_error(value: Any, schema: Schema, path: str = "") -> str | None:
-    """The first place `value` breaks `schema` ("items[2].label: ..."), or None if it conforms."""
-    where = path or "reply"
-    expected = schema.get("type")
-    if expected is not None:
-        names = [expected] if isinstance(expected, str) else list(expected)
-        if not any(_is_type(value, n) for n in names):
-            return f"{where}: expected {' or '.join(names)}, got {_type_name(value)}"
-    if "const" in schema and value != schema["const"]:
-        return f"{where}: {value!r} is not {schema['const']!r}"
-    if "enum" in schema and not any(_same(value, e) for e in schema["enum"]):
-        return f"{where}: {value!r} is not one of {list(schema['enum'])!r}"
-    if _num(value):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"{where}: {value!r} is less than the minimum {schema['minimum']!r}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"{where}: {value!r} is more than the maximum {schema['maximum']!r}"
-    if isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            return f"{where}: shorter than {schema['minLength']} characters"
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            return f"{where}: longer than {schema['maxLength']} characters"
-    if isinstance(value, list):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            return f"{where}: has {len(value)} items, fewer than {schema['minItems']}"
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            return f"{where}: has {len(value)} items, more than {schema['maxItems']}"
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            for i, item in enumerate(value):
-                err = schema_error(item, items, f"{path}[{i}]" if path else f"[{i}]")
-                if err:
-                    return err
-    if isinstance(value, dict):
-        props: Mapping[str, Any] = schema.get("properties") or {}
-        for name in schema.get("required") or []:
-            if name not in value:
-                return f"{_join(path, name)}: required property is missing"
-        extra = schema.get("additionalProperties", True)
-        for key, item in value.items():
-            if key in props:
-                err = schema_error(item, props[key], _join(path, key))
-                if err:
-                    return err
-            elif extra is False:
-                return f"{where}: unexpected property {key!r}"
-            elif isinstance(extra, Mapping):
-                err = schema_error(item, extra, _join(path, key))
-                if err:
-                    return err
-    return None
-
-
-def _num(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _same(value: Any, expected: Any) -> bool:
-    # In Python True == 1; in JSON a boolean never equals a number.
-    return bool(value == expected) and isinstance(value, bool) == isinstance(expected, bool)
+    error = best_match(_validator(schema).iter_errors(value))
+    if error is None:
+        return None
+    message = error.message
+    quoted = repr(error.instance)
+    if len(quoted) > MAX_QUOTE:  # jsonschema quotes the offending value, which may be a whole reply
+        message = message.replace(quoted, quoted[: MAX_QUOTE - 1] + "…", 1)
+    return f"{_where(error.absolute_path)}: {message}"
 
 
 class ReplyInvalid(ValueError):

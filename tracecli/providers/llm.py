@@ -165,6 +165,7 @@ class ChatModel(Protocol):
     """
 
     id: str
+    scope: Scope | None
 
     @property
     def is_available(self) -> bool:

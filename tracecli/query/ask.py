@@ -14,22 +14,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
 from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, newest_successor
-from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, qualified_ref, rank_paths, score_path, traverse
+from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
 from tracecli.query.vectors import EventVectors
-from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, resolve_scope
+from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, qualified_ref, resolve_scope
 from tracecli.store.db import Store, dumps, placeholders, utc_now
 from tracecli.text import content_words, count_tokens, short_hash
 from tracecli.timeutil import parse_iso, parse_user_date
+
+if TYPE_CHECKING:
+    from tracecli.providers.embeddings import Embedder
+    from tracecli.providers.llm import ChatModel
 
 
 @dataclass
@@ -55,6 +59,7 @@ class PathOut:
     score: float
     signals: dict[str, float]
     steps: list[StepOut]
+    answer: bool = False  # the path the answer was read from
 
 
 @dataclass
@@ -127,7 +132,8 @@ def short_text(ev: EventNode) -> str:
 class Asker:
     """Answers questions over one store; reuse it for many questions."""
 
-    def __init__(self, store: Store, *, settings: AskSettings | None = None, embedder: Any = None, llm: Any = None) -> None:
+    def __init__(self, store: Store, *, settings: AskSettings | None = None, embedder: Embedder | None = None,
+                 llm: ChatModel | None = None) -> None:
         self.store = store
         self.settings = settings or AskSettings()
         self._embedder = embedder
@@ -234,7 +240,7 @@ class Asker:
         t0 = time.perf_counter()
         timing: dict[str, float] = {}
         settings = self.settings
-        budget = budget or settings.budget
+        budget = settings.budget if budget is None else budget
         if budget < 20:
             raise BadInput(f"--budget {budget} is too small; give at least 20 tokens")
         as_of_dt = _as_datetime(as_of)
@@ -258,7 +264,7 @@ class Asker:
         relevance = {eid: max((note_cos.get(r, 0.0) for r in ev.note_rowids), default=0.0) for eid, ev in graph.events.items()}
         seeds = self._seeds(graph, shape, hits, relevance)
         ranked_events = self._rank_events(graph, shape, seeds, relevance, as_of_iso)
-        paths = traverse(graph, _one_per_sentence(ranked_events, 20), settings)
+        paths = traverse(graph, _one_per_sentence(ranked_events, 20), settings, as_of_iso)
         paths = rank_paths(graph, paths, relevance, settings, as_of_iso)
         timing["graph"] = _ms(t)
         t = time.perf_counter()
@@ -516,7 +522,7 @@ class Asker:
             if extra:
                 ordered.append(extra.pop(0))
         context = [item for item, _ in ordered]
-        outs = [_path_out(graph, p, as_of) for item, p in ordered if p is not None]
+        outs = [_path_out(graph, p, as_of, answer=p is answer_path) for item, p in ordered if p is not None]
         return context, outs
 
     def _outdated_notes(self, graph: Graph, as_of: str | None) -> set[int]:
@@ -591,12 +597,12 @@ def render_path(graph: Graph, path: Path, as_of: str | None) -> str:
     return " ".join(parts)
 
 
-def _path_out(graph: Graph, path: Path, as_of: str | None) -> PathOut:
+def _path_out(graph: Graph, path: Path, as_of: str | None, answer: bool = False) -> PathOut:
     steps = []
     for step in path.steps:
         ev = graph.events[step.event_id]
         steps.append(StepOut(ev.id, short_text(ev), ev.time_anchor, marker(graph, ev, as_of), ev.valid_until, step.relation_to_next))
-    return PathOut(round(path.score, 6), dict(path.signals), steps)
+    return PathOut(round(path.score, 6), dict(path.signals), steps, answer)
 
 
 def _as_datetime(value: str | dt.datetime | None) -> dt.datetime | None:

@@ -7,10 +7,13 @@ back to the offline extractive answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracecli.query.answer import NOT_ENOUGH, Answer
 from tracecli.query.shape import PLAN_TEXT, QueryShape
+
+if TYPE_CHECKING:
+    from tracecli.providers.llm import ChatModel
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -40,7 +43,7 @@ def build_messages(question: str, shape: QueryShape, context: Sequence[Any]) -> 
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def answer_with_llm(llm: Any, question: str, shape: QueryShape, context: Sequence[Any], offline: Answer) -> Answer:
+def answer_with_llm(llm: ChatModel, question: str, shape: QueryShape, context: Sequence[Any], offline: Answer) -> Answer:
     """Ask the model; keep its answer only if every cited ref is in the context."""
     from tracecli.providers.llm import complete_or_fallback
 

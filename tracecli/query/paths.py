@@ -1,7 +1,8 @@
 """Evidence paths (TRACE Eq. 15–20): bounded bidirectional traversal, pruning, scoring.
 
 Pruning rules, applied while paths grow:
-1. an edge with `invalidated_at` set (a causal link out of a superseded event) is never crossed;
+1. an edge invalidated by the asked time (a causal link out of an event superseded by then: `invalidated_at`
+   at or before the question's date, or set at all for a question about now) is never crossed;
 2. a path whose `before`/causal edges run against parseable time anchors is rejected;
 3. a path never takes two `contradicts` edges in a row.
 Score: S = α·NS + β·PC + γ·TC + δ·UV with NS the mean best note cosine per
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracecli.query.settings import AskSettings
+from tracecli.scope import qualified_ref
 from tracecli.store.db import Store, placeholders
 
 TIME_ORDERED = ("before", "causes", "enables", "prevents")
@@ -95,11 +97,6 @@ class Graph:
     by_note: dict[int, list[str]]
     by_topic: dict[str, list[str]]
     conflicts: set[frozenset[str]] = field(default_factory=set)
-
-
-def qualified_ref(conversation_id: str, ref: str) -> str:
-    """A ref that stays unambiguous when several conversations are in scope ('conv:s2-m16')."""
-    return f"{conversation_id}:{ref}"
 
 
 def load_graph(store: Store, conversation_ids: Sequence[str]) -> Graph:
@@ -179,16 +176,27 @@ def _time_ok(graph: Graph, edge: EdgeInfo) -> bool:
     return a <= b
 
 
-def traverse(graph: Graph, seeds: Iterable[str], settings: AskSettings) -> list[Path]:
-    """Bounded bidirectional expansion from each seed with the three pruning rules."""
+def _invalid_at(edge: EdgeInfo, as_of: str | None) -> bool:
+    """Rule 1: the edge no longer holds at `as_of` (None: now)."""
+    until = edge.invalidated_at
+    return bool(until) and (as_of is None or (until or "") <= as_of)
+
+
+def _path_key(path: Path) -> tuple[str | tuple[str, str, str], ...]:
+    """A path is its sequence of edges: parallel edges between the same events are different paths."""
+    return (path.steps[0].event_id, *((e.src, e.dst, e.label) for e in path.edges))
+
+
+def traverse(graph: Graph, seeds: Iterable[str], settings: AskSettings, as_of: str | None = None) -> list[Path]:
+    """Bounded bidirectional expansion from each seed with the three pruning rules (rule 1 as of `as_of`)."""
     paths: list[Path] = []
-    seen: set[tuple[str, ...]] = set()
+    seen: set[tuple[str | tuple[str, str, str], ...]] = set()
     for seed in seeds:
         if seed not in graph.events:
             continue
         frontier = [Path([Step(seed)], [])]
         for p in frontier:
-            key = tuple(p.event_ids)
+            key = _path_key(p)
             if key not in seen:
                 seen.add(key)
                 paths.append(p)
@@ -201,7 +209,7 @@ def traverse(graph: Graph, seeds: Iterable[str], settings: AskSettings) -> list[
                 options += [(e, e.dst, e.label) for e in graph.out.get(tail, [])[: settings.fan_out]]
                 options += [(e, e.src, _reverse(e.label)) for e in graph.into.get(tail, [])[: settings.fan_out]]
                 for edge, nxt, rel in options:
-                    if edge.invalidated_at:  # rule 1
+                    if _invalid_at(edge, as_of):  # rule 1
                         continue
                     if nxt in ids:
                         continue
@@ -209,13 +217,13 @@ def traverse(graph: Graph, seeds: Iterable[str], settings: AskSettings) -> list[
                         continue
                     if edge.label == "contradicts" and path.edges and path.edges[-1].label == "contradicts":  # rule 3
                         continue
-                    key = (*ids, nxt)
-                    if key in seen:
-                        continue
                     steps = [Step(s.event_id, s.relation_to_next) for s in path.steps]
                     steps[-1].relation_to_next = rel
                     steps.append(Step(nxt))
                     new = Path(steps, [*path.edges, edge])
+                    key = _path_key(new)
+                    if key in seen:
+                        continue
                     seen.add(key)
                     grown.append(new)
                     paths.append(new)

@@ -80,13 +80,15 @@ def trace_answer(store: Store, answer_id: str, namespace: str | None = None) -> 
                        "`tracecli ask` prints the id of each answer")
     event_ids = list(dict.fromkeys(s["event_id"] for p in asked["paths"] for s in p["steps"]))
     events = _events(store, event_ids)
+    # the answer's own sources first, then what the context only showed alongside them
     refs = list(dict.fromkeys([*asked["source_refs"], *(r for it in asked["context"] for r in it["source_refs"])]))
     return TraceResult(
         answer_id=answer_id, question=asked["question"], answer=asked["answer"], abstained=asked["abstained"],
         plan=asked["plan"], as_of=asked["as_of"], source_refs=asked["source_refs"],
         paths=rerank_paths(asked["question"], asked["answer"], asked["paths"]), events=events,
         claims=_claims(store, event_ids, asked["source_refs"], conversations),
-        messages=_messages(store, refs, conversations), context=asked["context"], asked=asked, namespace=ns,
+        messages=_messages(store, refs, conversations, set(asked["source_refs"])), context=asked["context"], asked=asked,
+        namespace=ns,
     )
 
 
@@ -120,7 +122,8 @@ def _events(store: Store, ids: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _messages(store: Store, refs: list[str], conversations: list[str]) -> list[dict[str, Any]]:
+def _messages(store: Store, refs: list[str], conversations: list[str], evidence: set[str]) -> list[dict[str, Any]]:
+    """The messages behind `refs`; `evidence` is True for those the answer cites, False for context only."""
     out = []
     for ref in refs:
         scope, plain = conversations, ref
@@ -133,7 +136,8 @@ def _messages(store: Store, refs: list[str], conversations: list[str]) -> list[d
             f"WHERE (source_ref = ? OR id = ?) AND conversation_id IN ({marks}) ORDER BY seq LIMIT 1",
             (plain, plain, *scope),
         )
-        out.append({"ref": ref, **row[0]} if row else {"ref": ref, "source_ref": ref, "missing": True})
+        found = {"ref": ref, **row[0]} if row else {"ref": ref, "source_ref": ref, "missing": True}
+        out.append({**found, "evidence": ref in evidence})
     return out
 
 

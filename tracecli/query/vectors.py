@@ -13,7 +13,7 @@ database gives the same answers whichever questions filled the cache.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pysqlite3.dbapi2 as sqlite3
@@ -22,13 +22,16 @@ from tracecli.query.paths import EventNode
 from tracecli.store.db import Store, placeholders
 from tracecli.text import short_hash
 
+if TYPE_CHECKING:
+    from tracecli.providers.embeddings import Embedder
+
 
 def quote_hash(quote: str) -> str:
     """What ties a stored vector to the sentence it was computed from."""
     return short_hash(quote, length=16)
 
 
-def embedder_id(embedder: Any) -> str:
+def embedder_id(embedder: Embedder) -> str:
     """The model id vectors are stored under ('?' for an embedder that names none)."""
     return str(getattr(embedder, "id", "?"))
 
@@ -40,7 +43,7 @@ class EventVectors:
     back the events that have no (or a stale) vector.
     """
 
-    def __init__(self, store: Store, embedder: Any, conversation_ids: Sequence[str]) -> None:
+    def __init__(self, store: Store, embedder: Embedder, conversation_ids: Sequence[str]) -> None:
         self.store = store
         self.embedder = embedder
         self.conversation_ids = list(conversation_ids)

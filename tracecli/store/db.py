@@ -15,18 +15,12 @@ from typing import TYPE_CHECKING, Any
 import pysqlite3.dbapi2 as sqlite3
 
 from tracecli.errors import ModelMismatch, StoreError
+from tracecli.store.schema import MIGRATION_SET, SCHEMA
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
 VECTOR_TABLES = {"note_vectors": "notes"}
-#: The schema migrations of `tracecli.store.migrations`, in order (a test keeps the two equal). Opening a
-#: database compares this with `_sqlite_migrations` in plain SQL, so a file that is up to date opens
-#: without importing sqlite-utils, which imports numpy and tries pandas (~100 ms of every start).
-SCHEMA = ("m001_core", "m002_llm", "m003_graph", "m004_answers", "m005_wiki", "m006_lifecycle", "m007_event_vectors",
-          "m008_event_frames")
-MIGRATION_SET = "tracecli"
-
 
 def utc_now() -> str:
     """The current UTC time as ISO-8601 text with a trailing Z."""
@@ -155,6 +149,12 @@ def _connect(path: Path) -> sqlite3.Connection:
 def open_store(path: str | Path, *, create: bool = True) -> Store:
     """Open (and if needed create and upgrade) the database at `path`."""
     path = Path(path)
+    if not path.parent.is_dir():
+        missing = "is not a directory" if path.parent.exists() else "does not exist"
+        raise StoreError(f"{path}: directory {path.parent} {missing}")
+    if not create and path.is_file() and path.stat().st_size == 0:
+        # SQLite would take an empty file for a new database and write a schema into it
+        raise StoreError(f"{path}: empty file, not a tracecli database; run `tracecli ingest` to create one")
     if not create and not path.exists():
         raise StoreError(f"{path}: no such database; run `tracecli ingest` first")
     if path.exists() and path.is_dir():

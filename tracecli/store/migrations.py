@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from tracecli.store.db import MIGRATION_SET
+from tracecli.store.schema import MIGRATION_SET
 
 migrations = Migrations(MIGRATION_SET)
 

@@ -21,11 +21,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracecli.graph import facets as F
 from tracecli.store.db import Store
 from tracecli.text import STOPWORDS, short_hash
+
+if TYPE_CHECKING:
+    from tracecli.providers.llm import ChatModel
 
 # -- rows ------------------------------------------------------------------------------
 
@@ -762,7 +765,7 @@ def check_llm_claims(
 
 
 def extract_with_llm(
-    llm: Any,
+    llm: ChatModel,
     exchanges: Sequence[Sequence[MessageRow]],
     events_by_seq: Mapping[int, Sequence[EventRow]],
     participants: Sequence[str],

@@ -19,7 +19,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -52,6 +52,10 @@ from tracecli.wiki.trajectories import (
     save_trajectory,
     snapshot_features,
 )
+
+if TYPE_CHECKING:
+    from tracecli.providers.embeddings import Embedder
+    from tracecli.providers.llm import ChatModel
 
 ProgressFn = Callable[[int, int], None]
 STAGE = "compile-wiki"
@@ -101,7 +105,7 @@ class CompileResult:
     elapsed_s: float = 0.0
 
 
-def _embedder_for(store: Store, embedder: Any | None) -> Any:
+def _embedder_for(store: Store, embedder: Embedder | None) -> Embedder:
     from tracecli.providers.embeddings import get_embedder
 
     emb = embedder or get_embedder()
@@ -130,10 +134,10 @@ def compile_wiki(
     store: Store,
     conversation_id: str | None = None,
     *,
-    llm: Any | None = None,
+    llm: ChatModel | None = None,
     settings: WikiSettings | None = None,
     progress: ProgressFn | None = None,
-    embedder: Any | None = None,
+    embedder: Embedder | None = None,
     namespace: str | None = None,
 ) -> list[CompileResult]:
     """Compile (or extend) the Memory Wiki of one conversation or all of a namespace's (see `tracecli.scope`)."""
@@ -185,7 +189,7 @@ def _describe(store: Store) -> Callable[[str], tuple[str, str]]:
     return describe
 
 
-def _compile_one(store: Store, cid: str, emb: Any, llm: Any | None, settings: WikiSettings,
+def _compile_one(store: Store, cid: str, emb: Embedder, llm: ChatModel | None, settings: WikiSettings,
                  progress: ProgressFn | None) -> CompileResult:
     started = time.perf_counter()
     result = CompileResult(conversation_id=cid, mode="llm" if llm is not None else "rules")
@@ -249,7 +253,7 @@ def _snapshot(
     vector: np.ndarray | None, events_by_seq: Mapping[int, Sequence[EventRow]],
     edges: Mapping[str, Sequence[tuple[str, str]]], trajectories: list[TrajectoryState],
     by_id: dict[str, TrajectoryState], life: Lifecycle, participants: Sequence[str], settings: WikiSettings,
-    llm: Any | None, describe: Callable[[str], tuple[str, str]], result: CompileResult,
+    llm: ChatModel | None, describe: Callable[[str], tuple[str, str]], result: CompileResult,
 ) -> int:
     """Store one exchange as a snapshot, file it into a trajectory, apply its claims. Returns 1 if it opened a trajectory."""
     sid = snapshot_id(cid, exchange)

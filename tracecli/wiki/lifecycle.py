@@ -31,15 +31,18 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tracecli.errors import NoAnswer, NotFound
+from tracecli.errors import BadInput, NoAnswer, NotFound
 from tracecli.graph import facets as F
 from tracecli.graph.link import MULTI_VALUED_PREFIXES
 from tracecli.scope import resolve_scope
 from tracecli.store.db import Store, dumps, placeholders, utc_now
 from tracecli.text import content_words, short_hash
 from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow, norm_text
+
+if TYPE_CHECKING:
+    from tracecli.providers.llm import ChatModel
 
 CURRENT = ("active", "needs-confirmation", "contradictory")
 
@@ -78,7 +81,7 @@ class LifecycleCounts:
 class Lifecycle:
     """Applies one snapshot's drafts to a conversation's claims and op log."""
 
-    def __init__(self, store: Store, conversation_id: str, llm: Any = None) -> None:
+    def __init__(self, store: Store, conversation_id: str, llm: ChatModel | None = None) -> None:
         self.store = store
         self.cid = conversation_id
         self.llm = llm if llm is not None and getattr(llm, "is_available", False) else None
@@ -444,19 +447,19 @@ _CLAIM_ID = re.compile(r"^cl_[0-9a-f]{3,10}$")
 def claim_history(store: Store, query: str, conversation_id: str | None = None, limit: int = 20,
                   namespace: str | None = None) -> list[ClaimChain]:
     """Histories of the claims (of one conversation or a namespace) matching a claim id (or id prefix) or a query's words."""
+    q = query.strip()
+    if not q:
+        raise BadInput("the query is empty; give a claim id (cl_…) or words the claims contain")
     cids = resolve_scope(store, namespace, conversation_id).conversation_ids
     params: list[Any] = list(cids)
     where = f" AND conversation_id IN ({placeholders(cids)})"
-    q = query.strip()
     if _CLAIM_ID.match(q):
         rows = store.query(f"SELECT * FROM claims WHERE id LIKE ?{where} ORDER BY conversation_id, idx", (q + "%", *params))
         if not rows:
             raise NotFound(f"no claim '{q}' in {store.path.name}; run `tracecli compile-wiki` first")
         hits = rows
     else:
-        terms = content_words(q) or [w.lower() for w in q.split() if w]
-        if not terms:
-            raise NoAnswer("the query has no words to look for")
+        terms = content_words(q) or q.lower().split()
         cond = " AND ".join("LOWER(text) LIKE ?" for _ in terms)
         hits = store.query(
             f"SELECT * FROM claims WHERE {cond}{where} ORDER BY conversation_id, idx",

@@ -28,7 +28,6 @@ back to the deterministic page.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
@@ -36,14 +35,18 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sqlite_vec
 
 from tracecli.store.db import Store, dumps, utc_now
-from tracecli.text import content_words, short_hash
+from tracecli.text import STOPWORDS, content_words, short_hash
 from tracecli.wiki.trajectories import GENERIC
+
+if TYPE_CHECKING:
+    from tracecli.providers.embeddings import Embedder
+    from tracecli.providers.llm import ChatModel
 
 RENDER_VERSION = "1"
 PAGE_TYPES = ("index", "entity", "topic", "inventory")
@@ -255,10 +258,9 @@ def shard(tids: Sequence[str], vectors: Mapping[str, np.ndarray], target: int, c
 def _salient(t: Traj, names: set[str], n: int, df: Mapping[str, int], total: int) -> list[str]:
     """A trajectory's most telling words: tf·idf over trajectories, proper names and items first."""
     scored = []
-    spacy_stop = _spacy_stop()
     for w, c in t.keywords.items():
-        if (w in GENERIC or w in WEAK or w in spacy_stop or len(w) < 4 or w.isdigit() or w.endswith("ly")
-                or (w.endswith("s") and (w[:-1] in spacy_stop or w[:-1] in WEAK)) or any(w == x or w.startswith(x) for x in names)):
+        if (w in GENERIC or w in WEAK or w in STOPWORDS or len(w) < 4 or w.isdigit() or w.endswith("ly")
+                or (w.endswith("s") and (w[:-1] in STOPWORDS or w[:-1] in WEAK)) or any(w == x or w.startswith(x) for x in names)):
             continue
         idf = math.log((1 + total) / (1 + df.get(w, 0))) + 1.0
         scored.append((c * idf * (2.0 if w in t.terms else 1.0), w))
@@ -277,17 +279,6 @@ WEAK = frozenset(
     beautiful fantastic excited exciting happy proud grateful thankful appreciate appreciates appreciated
     inspiring inspired support supportive feel feels felt makes made making shared showed seeing seen""".split()
 )
-
-
-@functools.lru_cache(maxsize=1)
-def _spacy_stop() -> frozenset[str]:
-    """spaCy's English stop words, loaded on first use: importing spaCy takes ~2 s."""
-    try:
-        from spacy.lang.en.stop_words import STOP_WORDS
-    except ImportError:  # spaCy is a dependency, but keep page planning usable without it
-        return frozenset()
-    return frozenset(w.replace("'", "") for w in STOP_WORDS)
-
 
 
 def plan_pages(state: State, s: PageSettings) -> list[PagePlan]:
@@ -669,7 +660,7 @@ def check_llm_page(text: str, claim_ids: set[str], needs_citation: bool) -> str 
     return text
 
 
-def llm_page(llm: Any, p: PagePlan, state: State, det: Rendered) -> str | None:
+def llm_page(llm: ChatModel, p: PagePlan, state: State, det: Rendered) -> str | None:
     """The model's version of a page, validated and with deterministic citations and trajectory list, or None."""
     claims = state.claims_of(p.trajectories)
     by_id = {c.id: c for c in claims}
@@ -710,7 +701,7 @@ def drop_page(store: Store, rowid: int, page_id: str) -> None:
     store.execute("DELETE FROM wiki_vectors WHERE rowid = ?", (rowid,))
 
 
-def compile_pages(store: Store, cid: str, embedder: Any, llm: Any | None, s: PageSettings) -> PagesResult:
+def compile_pages(store: Store, cid: str, embedder: Embedder, llm: ChatModel | None, s: PageSettings) -> PagesResult:
     """Re-plan the conversation's pages; rewrite, re-embed and re-index only the changed ones."""
     state = load_state(store, cid)
     plans = plan_pages(state, s)
@@ -729,7 +720,7 @@ def compile_pages(store: Store, cid: str, embedder: Any, llm: Any | None, s: Pag
             res.unchanged += 1
             continue
         todo.append((p, r, h))
-    vectors = embedder.embed_batch([r.routing_text for _, r, _ in todo]) if todo else []
+    vectors: Any = embedder.embed_batch([r.routing_text for _, r, _ in todo]) if todo else []
     now = utc_now()
     for (p, r, h), vec in zip(todo, vectors):
         markdown, origin = r.markdown, "rules"

@@ -29,13 +29,16 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import content_words, short_hash
 from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow
+
+if TYPE_CHECKING:
+    from tracecli.providers.llm import ChatModel
 
 
 @dataclass(frozen=True)
@@ -342,7 +345,7 @@ def decide(
     trajectories: Sequence[TrajectoryState],
     s: MatchSettings,
     linked: set[str] | None = None,
-    llm: Any = None,
+    llm: ChatModel | None = None,
     describe: Callable[[str], tuple[str, str]] | None = None,
     snapshot_text: str = "",
 ) -> Decision:
@@ -427,7 +430,7 @@ def check_match(value: Any, n_candidates: int) -> tuple[int | None, str] | None:
     return None
 
 
-def _llm_decide(llm: Any, candidates: Sequence[Score], describe: Callable[[str], tuple[str, str]],
+def _llm_decide(llm: ChatModel, candidates: Sequence[Score], describe: Callable[[str], tuple[str, str]],
                 snapshot_text: str) -> tuple[str | None, str] | None:
     result = llm.complete(match_prompt(candidates, describe, snapshot_text), MATCH_SCHEMA, stage="compile-wiki")
     if not result.ok:

@@ -1,0 +1,53 @@
+"""tracecli.graph.extract: how an event's description reads (issue 16, item 11).
+
+Descriptions drop the interjections a chat line opens with, spell out the clitics left after a pronoun
+is replaced by a name ("I'll" → "Alice will"), and a sentence about the person spoken to is that person's
+event, not the speaker's.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tracecli.graph.extract import MessageIn, RuleExtractor, third_person_text
+
+
+@pytest.mark.parametrize(("text", "speaker", "other", "want"), [
+    ("Ok I need to sleep, 8am call tomorrow.", "Alice", "Bob", "Alice needs to sleep, 8am call tomorrow."),
+    ("Haha, I know.", "Omar", "Lena", "Omar knows."),
+    ("Oh and we've set a wedding date!", "Alice", "Bob", "Alice and co. have set a wedding date!"),
+    ("I'll make you something vegan and you can pretend to like it", "Alice", "Bob",
+     "Alice will make Bob something vegan and Bob can pretend to like it"),
+    ("You'll need a new suit", "Alice", "Bob", "Bob will need a new suit"),
+    ("And they're honouring the leave I'd booked", "Alice", "Bob", "And they're honouring the leave Alice had booked"),
+    ("I'd like a coffee", "Alice", "Bob", "Alice would like a coffee"),
+    ("So we're probably moving up there in the autumn.", "Bob", "Alice",
+     "So Bob and co. are probably moving up there in the autumn."),
+    ("I'm a creature of habit", "Bob", "Alice", "Bob is a creature of habit"),
+    ("I've got squash tonight", "Alice", "Bob", "Alice has got squash tonight"),
+    ("Wow you're fast", "Bob", "Alice", "Alice is fast"),
+])
+def test_descriptions_read_as_sentences(text: str, speaker: str, other: str, want: str) -> None:
+    assert third_person_text(text, speaker, other) == want
+
+
+def test_a_line_that_is_only_an_interjection_is_kept() -> None:
+    assert third_person_text("Haha!", "Bob", "Alice") == "Haha!"
+
+
+def _events(lines: list[tuple[str, str]]) -> list:
+    messages = [MessageIn(f"m{i}", f"n{i}", "s1", i, speaker, text, f"2024-05-01T08:{i:02d}:00Z")
+                for i, (speaker, text) in enumerate(lines)]
+    return RuleExtractor(["Alice", "Bob"]).extract_session(messages)
+
+
+def test_a_sentence_about_the_listener_is_the_listeners_event() -> None:
+    events = _events([("Alice", "We might move to Porto next year."),
+                      ("Bob", "Funny you should mention moving."),
+                      ("Alice", "I'll make you something vegan and you can pretend to like it")])
+    funny = next(e for e in events if "mention moving" in e.description)
+    assert funny.subject == "Alice", "Bob said it, but it is about Alice"
+    vegan = next(e for e in events if "vegan" in e.description)
+    assert vegan.subject == "Alice" and "'ll" not in vegan.description
+    for e in events:
+        assert not e.description.lower().startswith(("ok ", "oh ", "haha")), e.description
