@@ -388,7 +388,7 @@ def test_render_path_marks_outdated_and_valid() -> None:
     )
     # as of February the Oslo plan was valid and Porto not yet said
     assert render_path(g, p, "2024-02-01T00:00:00Z") == (
-        "Alice is moving to Oslo (2024-01-08) [valid] —updated by→ Alice is moving to Porto (2024-03-12) [OUTDATED]"
+        "Alice is moving to Oslo (2024-01-08) [valid] —updated by→ Alice is moving to Porto (2024-03-12) [not yet]"
     )
     out = _path_out(g, p, None)
     assert [s.validity for s in out.steps] == ["outdated", "valid"]

@@ -19,8 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from tracecli.graph.frames import PROPER_TYPES
-from tracecli.query.answer import newest_successor
-from tracecli.query.paths import EventNode, Graph
+from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.shape import QueryShape
 
 #: answer types a question word asks for (None: any)

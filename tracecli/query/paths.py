@@ -99,6 +99,25 @@ class Graph:
     conflicts: set[frozenset[str]] = field(default_factory=set)
 
 
+def newest_successor(graph: Graph, ev: EventNode, as_of: str | None, *, same_fact: bool = False) -> EventNode:
+    """Follow `updates` edges forward (who updated this event?) to the newest version valid at `as_of`.
+
+    `same_fact`: only through events of the same typed facet or of none (a frame's restatement), so that a
+    revision of another fact said in the same breath is not followed.
+    """
+    current, seen = ev, {ev.id}
+    while True:
+        newer = [graph.events[e.src] for e in graph.into.get(current.id, []) if e.label == "updates" and e.src not in seen]
+        if as_of is not None:
+            newer = [n for n in newer if not n.time_anchor or n.time_anchor <= as_of]
+        if same_fact:
+            newer = [n for n in newer if n.facet in (None, ev.facet)]
+        if not newer:
+            return current
+        current = max(newer, key=lambda n: (n.seq, n.sentence_idx, not n.negated))
+        seen.add(current.id)
+
+
 def load_graph(store: Store, conversation_ids: Sequence[str]) -> Graph:
     """Read events and edges of the given conversations."""
     marks = placeholders(conversation_ids)
