@@ -150,6 +150,10 @@ def ask_cmd(
     namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
+    ablate: Annotated[list[str] | None, typer.Option(
+        "--ablate", metavar="PART", show_default=False,
+        help="Switch a part off to see what it adds: wiki (claims in the context), paths (graph paths in the "
+             "context), frames (the frame answer step). Repeatable.")] = None,
 ) -> None:
     """Answer a question from the current state (or --as-of a date), citing the messages behind it.
 
@@ -160,13 +164,14 @@ def ask_cmd(
     """
     from tracecli.query.batch import read_batch
     from tracecli.query.ask import Asker
+    from tracecli.query.settings import AskSettings, check_ablations
     from tracecli.store import open_store
 
     if (question is None) == (batch is None):
         raise BadInput("give a QUESTION or --batch FILE (not both)")
     items = read_batch(batch) if batch is not None else None
     with open_store(db, create=False) as store:
-        asker = Asker(store, llm=chat_model(store))
+        asker = Asker(store, llm=chat_model(store), settings=AskSettings(ablate=frozenset(check_ablations(ablate))))
         if items is not None:
             for item in items:
                 res = asker.ask(item.question, conversation_id=item.conversation or conversation,

@@ -189,6 +189,9 @@ def register(app: typer.Typer) -> None:
     JudgeOpt = Annotated[bool, typer.Option("--judge", help="Score answers with the configured LLM as a judge (3 passes, temperature 0).")]
     OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Write a markdown report (tables and settings) to this file.", dir_okay=False, show_default=False)]
     LimitOpt = Annotated[Optional[int], typer.Option("--limit", help="At most this many questions (per sample for LoCoMo).", show_default=False)]
+    AblateOpt = Annotated[Optional[list[str]], typer.Option(
+        "--ablate", metavar="PART", show_default=False,
+        help="Also ask every question with PART switched off (wiki, paths or frames; repeatable): one 'w/o PART' row each.")]
 
     def locomo_cmd(
         file: Annotated[Path, typer.Argument(help="A LoCoMo file (list of samples with conversation and qa).", show_default=False)],
@@ -201,6 +204,7 @@ def register(app: typer.Typer) -> None:
         out: OutOpt = None,
         db: EvalDbOpt = None,
         limit: LimitOpt = None,
+        ablate: AblateOpt = None,
     ) -> None:
         """Evaluate on LoCoMo: evidence recall at a word budget, answer F1 and BLEU-1, optional LLM judge.
 
@@ -208,7 +212,8 @@ def register(app: typer.Typer) -> None:
         single-hop) and overall: evidence recall of the context cut at
         --budget words, the LoCoMo authors' F1 and BLEU-1, the set-based F1 of
         later memory papers, the judge with --judge, and the cost of each
-        stage. --baselines adds flat dense, BM25 and RRF retrieval side by side.
+        stage. --baselines adds flat dense, BM25 and RRF retrieval side by side;
+        --ablate adds a row per part switched off (the paper-style ablation table).
         """
         from tracecli.evaluate.locomo import run_locomo
         from tracecli.providers.embeddings import get_embedder
@@ -221,7 +226,7 @@ def register(app: typer.Typer) -> None:
             with progress(not as_json) as update:
                 report = run_locomo(store, file, samples=split_values(samples) or None, categories=cats, budget=budget,
                                     baselines=baselines, judge=judge, limit=limit, embedder=embedder, llm=llm,
-                                    judge_model=judge_model, db_label=label, progress=update)
+                                    judge_model=judge_model, db_label=label, progress=update, ablate=split_values(ablate))
         _finish(report, as_json, out)
 
     def updates_cmd(
@@ -235,6 +240,7 @@ def register(app: typer.Typer) -> None:
         out: OutOpt = None,
         db: EvalDbOpt = None,
         limit: LimitOpt = None,
+        ablate: AblateOpt = None,
     ) -> None:
         """Evaluate on update-heavy questions: valid accuracy, outdated leakage and strict net.
 
@@ -256,7 +262,7 @@ def register(app: typer.Typer) -> None:
             with progress(not as_json) as update:
                 report = run_updates(store, file, questions=questions, conversations=conversations, budget=budget,
                                      baselines=baselines, judge=judge, limit=limit, embedder=embedder, llm=llm,
-                                     judge_model=judge_model, db_label=label, progress=update)
+                                     judge_model=judge_model, db_label=label, progress=update, ablate=split_values(ablate))
         _finish(report, as_json, out)
 
     def longmemeval_cmd(

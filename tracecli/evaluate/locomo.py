@@ -32,12 +32,15 @@ from tracecli.evaluate import metrics
 from tracecli.evaluate.baselines import BASELINES, depth_for, embed_questions, flat_search
 from tracecli.evaluate.judge import STAGE as JUDGE_STAGE, judge_answers
 from tracecli.evaluate.pipeline import (
+    ablation_name,
+    ablation_runs,
     ask_all,
     check_run_args,
     DEFAULT_BUDGET, ProgressFn, cost_report, ledger_mark, prepare, run_settings,
 )
 from tracecli.evaluate.results import EvalReport, ItemResult, aggregate
 from tracecli.ingest.formats import load_document, parse_file, read_text
+from tracecli.query.settings import check_ablations
 from tracecli.store.db import Store
 
 if TYPE_CHECKING:
@@ -119,10 +122,12 @@ def run_locomo(
     judge_model: ChatModel | None = None,
     db_label: str | None = None,
     progress: ProgressFn | None = None,
+    ablate: Sequence[str] | None = None,
 ) -> EvalReport:
     """Run LoCoMo into `store` and score it; `limit` caps the questions per sample."""
     path = Path(path)
     check_run_args(budget, limit)
+    ablations = check_ablations(ablate)
     cats = parse_categories(categories)
     convs = parse_file(path, "locomo")
     qa = load_qa(path)
@@ -156,6 +161,10 @@ def run_locomo(
 
     extra_times: dict[str, float] = {}
     systems = ["tracecli"]
+    if ablations:
+        extra_times["ablations"] = ablation_runs(store, questions, items, ablations, embedder=embedder, llm=llm, budget=budget,
+                                                 ask_args=lambda q: (q.question, q.sample_id, None), score=lambda q, asked, cut: _scores(q, asked.answer, asked.abstained, cut))
+        systems.extend(ablation_name(p) for p in ablations)
     if baselines:
         t = time.perf_counter()
         vecs = embed_questions(embedder, [q.question for q in questions])
@@ -193,7 +202,7 @@ def run_locomo(
     settings = run_settings(
         benchmark="locomo", file=str(path), budget=budget, embedder=embedder, llm=llm,
         judge_model=judge_id if judge else None, db=db_label, baselines=baselines,
-        extra={"samples": chosen, "categories": list(cats), "limit_per_sample": limit, "judge_runs": 3 if judge else None},
+        extra={"ablations": ablations, "samples": chosen, "categories": list(cats), "limit_per_sample": limit, "judge_runs": 3 if judge else None},
     )
     cost = cost_report(build, store, mark, latencies, words, ask_seconds, extra_times)
     return EvalReport("locomo", settings, METRICS, systems, summary, cost, notes, items)

@@ -211,6 +211,35 @@ def ask_all(store: Store, questions: Sequence[Any], *, embedder: Embedder, llm: 
     return run
 
 
+def ablation_runs(store: Store, questions: Sequence[Any], items: Sequence[Any], ablations: Sequence[str], *,
+                  embedder: Embedder, llm: ChatModel | None, budget: int,
+                  ask_args: Callable[[Any], tuple[str, str | None, str | None]],
+                  score: Callable[[Any, Asked, Any], dict[str, float | None]]) -> float:
+    """Ask every question again with one part switched off per run (`AskSettings.ablate`); each run becomes a
+    system 'w/o <part>' of the same items, so the paper-style ablation table prints beside the full system.
+    Returns the seconds spent."""
+    from tracecli.query.ask import Asker
+    from tracecli.query.settings import AskSettings
+
+    t = time.perf_counter()
+    for part in ablations:
+        asker = Asker(store, embedder=embedder, llm=llm, settings=AskSettings(ablate=frozenset({part})))
+        name = ablation_name(part)
+        for q, item in zip(questions, items):
+            text, conversation_id, as_of = ask_args(q)
+            asked = ask_one(asker, text, conversation_id, as_of=as_of, budget=budget)
+            cut = metrics.cut_at_budget(asked.context, budget)
+            item.answers[name] = asked.answer
+            item.cited[name] = list(cut.cited)
+            item.scores[name] = score(q, asked, cut)
+    return time.perf_counter() - t
+
+
+def ablation_name(part: str) -> str:
+    """The system name of an ablation run in the report tables ('w/o wiki')."""
+    return f"w/o {part}"
+
+
 def cost_report(build: BuildRun, store: Store, mark: int, latencies: Sequence[float],
                 context_words: Sequence[float], ask_seconds: float, extra: dict[str, float] | None = None) -> CostReport:
     """Stage times plus the ledger rows since `mark`, ask latency percentiles and context size."""
@@ -271,7 +300,7 @@ def run_settings(*, benchmark: str, file: str, budget: int, embedder: Embedder, 
         "db": db or "(temporary)",
         "wiki_stage": wiki_available(),
         # what ask ran with: the defaults, with the context budget this run passed to every question
-        "ask_settings": {**dataclasses.asdict(AskSettings()), "budget": budget},
+        "ask_settings": {**dataclasses.asdict(AskSettings()), "budget": budget, "ablate": []},
         "tracecli_version": getattr(tracecli, "__version__", None),
         "git_commit": git_commit(),
     }
@@ -281,6 +310,6 @@ def run_settings(*, benchmark: str, file: str, budget: int, embedder: Embedder, 
 
 
 __all__ = [
-    "AskRun", "Asked", "BuildRun", "ask_all", "CostReport", "DEFAULT_BUDGET", "ProgressFn", "StageCost", "ask_one", "cost_report",
+    "AskRun", "Asked", "BuildRun", "ablation_name", "ablation_runs", "ask_all", "CostReport", "DEFAULT_BUDGET", "ProgressFn", "StageCost", "ask_one", "cost_report",
     "git_commit", "ledger_mark", "ledger_since", "prepare", "run_settings", "wiki_available",
 ]

@@ -26,6 +26,7 @@ retrieval — the stale-fact failure the graph exists to fix.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,8 @@ from tracecli.evaluate import metrics
 from tracecli.evaluate.baselines import embed_questions, flat_search
 from tracecli.evaluate.judge import STAGE as JUDGE_STAGE, judge_states
 from tracecli.evaluate.pipeline import (
+    ablation_name,
+    ablation_runs,
     ask_all,
     check_run_args,
     DEFAULT_BUDGET, ProgressFn, cost_report, ledger_mark, prepare, run_settings,
@@ -42,6 +45,7 @@ from tracecli.evaluate.pipeline import (
 from tracecli.evaluate.results import EvalReport, ItemResult, aggregate
 from tracecli.ingest.formats import load_document, parse_file, read_text
 from tracecli.ingest.model import ParsedConversation
+from tracecli.query.settings import check_ablations
 from tracecli.store.db import Store
 
 if TYPE_CHECKING:
@@ -264,9 +268,11 @@ def run_updates(
     judge_model: ChatModel | None = None,
     db_label: str | None = None,
     progress: ProgressFn | None = None,
+    ablate: Sequence[str] | None = None,
 ) -> EvalReport:
     """Build the conversations into `store`, ask every question, score valid / leakage / net."""
     check_run_args(budget, limit)
+    ablations = check_ablations(ablate)
     data = load_updates(path, questions=questions, conversations=conversations)
     qs = data.questions[:limit] if limit else data.questions
     used = {q.conversation_id for q in qs}
@@ -290,6 +296,10 @@ def run_updates(
 
     systems = ["tracecli"]
     extra_times: dict[str, float] = {}
+    if ablations:
+        extra_times["ablations"] = ablation_runs(store, qs, items, ablations, embedder=embedder, llm=llm, budget=budget,
+                                                 ask_args=lambda q: (q.question, q.conversation_id, q.as_of), score=lambda q, asked, cut: _state_scores(asked.answer, q))
+        systems.extend(ablation_name(p) for p in ablations)
     if baselines:
         systems.append(BASELINE)
         t = time.perf_counter()
@@ -331,7 +341,7 @@ def run_updates(
     settings = run_settings(
         benchmark="updates", file=str(path), budget=budget, embedder=embedder, llm=llm,
         judge_model=judge_id if use_judge else None, db=db_label, baselines=baselines,
-        extra={"format": data.source_format, "questions": str(questions) if questions else None,
+        extra={"ablations": ablations, "format": data.source_format, "questions": str(questions) if questions else None,
                "conversations": str(conversations) if conversations else None, "limit": limit,
                "scoring": "judge (3 passes)" if use_judge else "containment", "baseline": "flat dense top-1 note" if baselines else None},
     )

@@ -251,7 +251,7 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
     if found is None and as_of is not None and _known_later(graph, shape, as_of):
         # the asked-for fact of the named person exists, but only from after that date
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
-    if found is None and question:
+    if found is None and question and "frames" not in settings.ablate:
         framed = _from_frame(graph, shape, question, relevance, as_of, readers)
         if framed is not None:
             return framed

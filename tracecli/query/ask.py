@@ -96,6 +96,7 @@ class _Scope:
     vectors: EventVectors | None = None
     outdated: dict[str | None, set[int]] = field(default_factory=dict)  # note rowids shown [OUTDATED], per as-of
     quote_words: dict[str, frozenset[str]] = field(default_factory=dict)  # event id → content words of its quote
+    claims: dict[str, list[tuple[str, str]]] | None = None  # message id → its claims' (text, status), read on first use
 
 
 def _stamp(store: Store, conversation_ids: Sequence[str]) -> tuple[Any, ...]:
@@ -440,13 +441,15 @@ class Asker:
         b_note = int(budget * s.note_share)
         b_path = budget - b_note
         qwords = set(content_words(question))
+        if scope.claims is None and "wiki" not in s.ablate:
+            scope.claims = _load_claims(self.store, scope.conversation_ids)
         outdated_notes = scope.outdated.get(as_of)
         if outdated_notes is None:
             if len(scope.outdated) >= 64:
                 scope.outdated.clear()
             outdated_notes = scope.outdated[as_of] = self._outdated_notes(graph, as_of)
         answer_path: Path | None = None
-        if answer.event_ids and answer.event_ids[0] in graph.events:
+        if answer.event_ids and answer.event_ids[0] in graph.events and "paths" not in s.ablate:
             answer_path = _answer_path(graph, answer.event_ids[0], as_of)
             score_path(graph, answer_path, relevance, s, as_of)
         cited: set[str] = set(answer_path.event_ids) if answer_path else set()
@@ -466,7 +469,7 @@ class Asker:
             ev = _best_sentence([graph.events[e] for e in graph.by_note.get(hit.rowid, [])], qwords, scope.quote_words)
             item: ContextItem
             path: Path | None = None
-            if ev is not None and ev.id not in cited:
+            if ev is not None and ev.id not in cited and "paths" not in s.ablate:
                 path = Path([Step(ev.id)], [])
                 score_path(graph, path, relevance, s, as_of)
                 text = render_path(graph, path, as_of)
@@ -476,6 +479,9 @@ class Asker:
                     path = None
             if path is None:
                 item = ContextItem("note", note_text, [ref], round(hit.score, 6))
+                claim = None if "wiki" in s.ablate else _claim_text(scope, hit, qwords, as_of)
+                if claim is not None and count_tokens(claim) <= count_tokens(note_text):
+                    item = ContextItem("claim", claim, [ref], round(hit.score, 6))
             cost = count_tokens(item.text)
             if used_note + cost > b_note or item.text in shown:
                 continue  # two events of one sentence (two frames) render the same item: keep it once
@@ -488,7 +494,7 @@ class Asker:
         b_path += max(0, b_note - used_note)  # Eq. 21: freed note budget goes to paths
         chosen: list[Path] = [answer_path] if answer_path else []
         walked: set[frozenset[str]] = set()  # the messages each chosen path rests on
-        for p in paths:
+        for p in [] if "paths" in s.ablate else paths:
             if len(p.event_ids) < 2 or set(p.event_ids) <= cited:
                 continue
             msgs = frozenset(m for eid in p.event_ids for m in graph.events[eid].message_ids)
@@ -532,6 +538,38 @@ class Asker:
             if faceted and all(ev.validity_at(as_of) == 0.0 and not ev.said_after(as_of) for ev in faceted):
                 out.add(rowid)
         return out
+
+
+def _claim_text(scope: _Scope, hit: NoteHit, qwords: set[str], as_of: str | None) -> str | None:
+    """The message's claims (TrajWiki's compact, source-grounded restatements) as one dated line, or None.
+
+    At most two claims, those sharing most words with the question; a claim the wiki deprecated is marked
+    [OUTDATED] when the question asks about now. (As of a date, the claim's status at that date is not
+    kept, so no marker is shown — the note's own marker logic does not apply to it.)"""
+    if scope.claims is None:
+        return None
+    rows = scope.claims.get(hit.message_id)
+    if not rows:
+        return None
+    ranked = sorted(rows, key=lambda r: -len(qwords & set(content_words(r[0]))))[:2]
+    texts = [("[OUTDATED] " if status == "deprecated" and as_of is None else "") + text for text, status in ranked]
+    when = f"[{hit.timestamp[:10]}] " if hit.timestamp else ""
+    return when + " ".join(texts)
+
+
+def _load_claims(store: Store, conversation_ids: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+    """Message id → (claim text, status) of the claims that cite it alone (a claim citing several messages is not a
+    restatement of one of them)."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    if not store.has_table("claims"):
+        return out
+    for text, status, mids in store.execute(
+            f"SELECT text, status, source_message_ids FROM claims WHERE conversation_id IN ({placeholders(conversation_ids)}) "
+            f"ORDER BY conversation_id, idx", list(conversation_ids)):
+        ids = json.loads(mids)
+        if len(ids) == 1:
+            out.setdefault(ids[0], []).append((text, status))
+    return out
 
 
 def _one_per_sentence(ranked: Sequence[tuple[EventNode, float]], limit: int) -> list[str]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from tracecli.errors import BadInput
 
 # Relation discounts d(ℓ) of Eq. 18: how much a hop along each label keeps of
 # the path's confidence. Evolution edges are informative for state questions,
@@ -17,6 +20,10 @@ RELATION_DISCOUNT: dict[str, float] = {
     "member_of": 0.5,
     "next": 0.5,
 }
+
+
+#: what `--ablate` can switch off: the wiki's claims in the context, graph paths in the context, the frame answer step
+ABLATIONS = ("wiki", "paths", "frames")
 
 
 @dataclass
@@ -45,3 +52,14 @@ class AskSettings:
     # answering
     abstain_below: float = 0.30  # best evidence relevance (cosine) under which the offline answer abstains
     facet_confidence_floor: float = 0.5  # facet events below this confidence do not answer on their own
+    # ablations (`ask --ablate`, `eval --ablate`): parts of the pipeline switched off, see ABLATIONS
+    ablate: frozenset[str] = frozenset()
+
+
+def check_ablations(parts: Sequence[str] | None) -> list[str]:
+    """The distinct parts to switch off, in the order given; BadInput names an unknown one."""
+    out = list(dict.fromkeys(parts or []))
+    bad = [p for p in out if p not in ABLATIONS]
+    if bad:
+        raise BadInput(f"--ablate: {bad[0]!r} is not a part that can be switched off; choose from {', '.join(ABLATIONS)}")
+    return out
