@@ -97,3 +97,40 @@ def test_eval_prints_an_ablation_row_per_part(embedder: Any) -> None:
     overall = {r["system"] for r in data["summary"] if r["field"] == "all"}
     assert overall == set(data["systems"])
     assert all(set(it["scores"]) == set(data["systems"]) for it in data["items"])
+
+
+def test_without_the_graph_the_reader_sees_no_edges_and_no_revision_validity(db: Path, embedder: Any) -> None:
+    full = _ask(db, embedder, "Where is Alice moving?", "alice-bob-plans")
+    assert full.support == "chain" and "Porto" in full.answer
+    flat = _ask(db, embedder, "Where is Alice moving?", "alice-bob-plans", "graph")
+    assert flat.support != "chain" and not flat.paths
+    assert not any(c.kind == "path" or "[OUTDATED]" in c.text for c in flat.context)
+
+
+def test_flat_baselines_leave_out_what_was_said_after_the_as_of_date(db: Path, embedder: Any) -> None:
+    import numpy as np
+
+    from tracecli.evaluate.baselines import flat_search
+
+    q = "Where is Alice moving?"
+    vec = np.asarray(embedder.embed_batch([q])[0], dtype=np.float32)
+    with open_store(db) as s:
+        every = flat_search(s, "rrf", q, vec, ["alice-bob-plans"], k=40)
+        early = flat_search(s, "rrf", q, vec, ["alice-bob-plans"], k=40, as_of="2024-02-15T00:00:00Z")
+        refs = {r for _, refs in early.items for r in refs}
+        times = dict(s.execute("SELECT source_ref, timestamp FROM messages WHERE conversation_id = 'alice-bob-plans'"))
+    assert len(early.items) < len(every.items) and early.items
+    assert all(times[r] <= "2024-02-15T00:00:00Z" for r in refs)
+
+
+def test_the_ratio_column_compares_with_flat_systems_only() -> None:
+    from tracecli.evaluate.report import result_tables
+    from tracecli.evaluate.results import OVERALL, EvalReport, GroupRow
+
+    systems = ["tracecli", "w/o frames", "w/o graph", "dense"]
+    scores = {"tracecli": 0.6, "w/o frames": 0.9, "w/o graph": 0.4, "dense": 0.3}
+    rows = [GroupRow("all", OVERALL, s, 10, {"evidence_recall": v}) for s, v in scores.items()]
+    report = EvalReport("locomo", {}, ["evidence_recall"], systems, rows, None)  # type: ignore[arg-type]
+    table = result_tables(report)[0]
+    assert table.columns[-1] == "tracecli ÷ best flat"
+    assert table.rows[-1][-1] == "1.50×"  # 0.6 / 0.4 (w/o graph), not / 0.9 (an ablation row)

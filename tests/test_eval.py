@@ -83,7 +83,7 @@ def locomo_run(locomo_dev: Path, embedder: Any, tmp_path_factory: pytest.TempPat
 def test_locomo_json_shape(locomo_run: tuple[Any, Path]) -> None:
     data, _ = locomo_run
     check_shape(data, "locomo")
-    assert data["systems"] == ["tracecli", "dense", "bm25", "rrf"]
+    assert data["systems"] == ["tracecli", "w/o graph", "dense", "bm25", "rrf"]
     assert data["metrics"] == ["evidence_recall", "locomo_f1", "set_f1", "bleu1", "judge", "context_words"]
     assert len(data["items"]) == 5
     assert data["settings"]["samples"] == ["conv-26"] and data["settings"]["categories"] == [1, 2, 3, 4]
@@ -125,7 +125,7 @@ def test_updates_on_sample_gold(embedder: Any) -> None:
     data = one_json(invoke("eval", "updates", ROOT / "sample_conversations", "--questions",
                            ROOT / "sample_conversations" / "gold", "--baselines", "--limit", "10", "--json"))
     check_shape(data, "updates")
-    assert data["systems"] == ["tracecli", "dense_top1"]
+    assert data["systems"] == ["tracecli", "w/o graph", "dense_top1"]
     assert data["metrics"] == ["valid", "leakage", "net"]
     assert data["settings"]["format"] == "native"
     assert len(data["items"]) == 10

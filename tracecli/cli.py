@@ -153,7 +153,8 @@ def ask_cmd(
     ablate: Annotated[list[str] | None, typer.Option(
         "--ablate", metavar="PART", show_default=False,
         help="Switch a part off to see what it adds: wiki (claims in the context), paths (graph paths in the "
-             "context), frames (the frame answer step). Repeatable.")] = None,
+             "context), frames (the frame answer step), graph (no edges, revisions or wiki: the same reader over "
+             "flat evidence). Repeatable.")] = None,
 ) -> None:
     """Answer a question from the current state (or --as-of a date), citing the messages behind it.
 

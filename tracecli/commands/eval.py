@@ -191,7 +191,8 @@ def register(app: typer.Typer) -> None:
     LimitOpt = Annotated[Optional[int], typer.Option("--limit", help="At most this many questions (per sample for LoCoMo).", show_default=False)]
     AblateOpt = Annotated[Optional[list[str]], typer.Option(
         "--ablate", metavar="PART", show_default=False,
-        help="Also ask every question with PART switched off (wiki, paths or frames; repeatable): one 'w/o PART' row each.")]
+        help="Also ask every question with PART switched off (wiki, paths, frames or graph; repeatable): one 'w/o PART' "
+             "row each. --baselines adds 'w/o graph', tracecli's reader over flat evidence.")]
 
     def locomo_cmd(
         file: Annotated[Path, typer.Argument(help="A LoCoMo file (list of samples with conversation and qa).", show_default=False)],

@@ -3,7 +3,10 @@
 No graph, no validity, no wiki: the ranked notes themselves are the context,
 cut at the same word budget as tracecli's context, so each figure can be read
 as a ratio against tracecli. A flat retriever has no reader; where a benchmark
-needs an answer, the baseline's answer is its top-1 note text.
+needs an answer, the baseline's answer is its top-1 note text (the raw top-1
+row). The fair comparison — tracecli's own reader over the same flat evidence,
+no edges, no revision validity — is the `w/o graph` row that `--baselines`
+adds (`AskSettings.ablate`). As-of questions filter the flat notes by date too.
 """
 
 from __future__ import annotations
@@ -44,13 +47,17 @@ class FlatResult:
 
 
 def flat_search(store: Store, name: str, question: str, query_vec: np.ndarray, conversation_ids: Sequence[str],
-                *, k: int = 40, rrf_k: int = 60) -> FlatResult:
-    """Rank notes by one baseline (dense | bm25 | rrf); each item cites its one message."""
+                *, k: int = 40, rrf_k: int = 60, as_of: str | None = None) -> FlatResult:
+    """Rank notes by one baseline (dense | bm25 | rrf); each item cites its one message.
+
+    With `as_of` (an ISO time), notes said after it are left out, as tracecli leaves them out of an as-of answer."""
     if name not in BASELINES:
         raise ValueError(f"unknown baseline {name!r}; choose one of {', '.join(BASELINES)}")
     t = time.perf_counter()
     hits = hybrid_search(store, question, query_vec, conversation_ids, k_dense=k, k_sparse=k, rrf_k=rrf_k,
                          mode=BASELINES[name])
+    if as_of is not None:
+        hits = [h for h in hits if not h.timestamp or h.timestamp <= as_of]
     items = [(h.text, [h.source_ref or h.message_id]) for h in hits]
     return FlatResult(name, items, (time.perf_counter() - t) * 1000.0)
 

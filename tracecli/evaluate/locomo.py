@@ -128,6 +128,8 @@ def run_locomo(
     path = Path(path)
     check_run_args(budget, limit)
     ablations = check_ablations(ablate)
+    if baselines and "graph" not in ablations:
+        ablations.append("graph")  # the fair baseline: tracecli's reader over flat evidence (see evaluate.baselines)
     cats = parse_categories(categories)
     convs = parse_file(path, "locomo")
     qa = load_qa(path)

@@ -237,7 +237,14 @@ def ablation_runs(store: Store, questions: Sequence[Any], items: Sequence[Any], 
 
 def ablation_name(part: str) -> str:
     """The system name of an ablation run in the report tables ('w/o wiki')."""
-    return f"w/o {part}"
+    return f"{ABLATION_PREFIX}{part}"
+
+
+def is_ablation(system: str) -> bool:
+    return system.startswith(ABLATION_PREFIX)
+
+
+ABLATION_PREFIX = "w/o "
 
 
 def cost_report(build: BuildRun, store: Store, mark: int, latencies: Sequence[float],
@@ -310,6 +317,6 @@ def run_settings(*, benchmark: str, file: str, budget: int, embedder: Embedder, 
 
 
 __all__ = [
-    "AskRun", "Asked", "BuildRun", "ablation_name", "ablation_runs", "ask_all", "CostReport", "DEFAULT_BUDGET", "ProgressFn", "StageCost", "ask_one", "cost_report",
+    "AskRun", "Asked", "BuildRun", "ablation_name", "ablation_runs", "ask_all", "is_ablation", "CostReport", "DEFAULT_BUDGET", "ProgressFn", "StageCost", "ask_one", "cost_report",
     "git_commit", "ledger_mark", "ledger_since", "prepare", "run_settings", "wiki_available",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracecli.evaluate.pipeline import ablation_name, is_ablation
 from tracecli.evaluate.results import OVERALL, EvalReport, GroupRow
 
 METRIC_LABELS: dict[str, str] = {
@@ -94,7 +95,8 @@ def result_tables(report: EvalReport) -> list[TableSpec]:
     systems = report.systems
     tables: list[TableSpec] = []
     if len(systems) > 2:
-        baselines = [s for s in systems if s != "tracecli"]
+        # flat systems: the raw baselines and tracecli's reader over flat evidence, not the other ablation rows
+        baselines = [s for s in systems if s != "tracecli" and (s == ablation_name("graph") or not is_ablation(s))]
         for m in metrics:
             cols = ["group", "n"] + [SYSTEM_LABELS.get(s, s) for s in systems]
             ratio = m not in NO_RATIO and "tracecli" in systems

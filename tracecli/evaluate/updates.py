@@ -47,6 +47,7 @@ from tracecli.ingest.formats import load_document, parse_file, read_text
 from tracecli.ingest.model import ParsedConversation
 from tracecli.query.settings import check_ablations
 from tracecli.store.db import Store
+from tracecli.timeutil import iso, parse_user_date
 
 if TYPE_CHECKING:
     from tracecli.providers.embeddings import Embedder
@@ -273,6 +274,8 @@ def run_updates(
     """Build the conversations into `store`, ask every question, score valid / leakage / net."""
     check_run_args(budget, limit)
     ablations = check_ablations(ablate)
+    if baselines and "graph" not in ablations:
+        ablations.append("graph")  # the fair baseline: tracecli's reader over flat evidence (see evaluate.baselines)
     data = load_updates(path, questions=questions, conversations=conversations)
     qs = data.questions[:limit] if limit else data.questions
     used = {q.conversation_id for q in qs}
@@ -305,7 +308,7 @@ def run_updates(
         t = time.perf_counter()
         vecs = embed_questions(embedder, [q.question for q in qs])
         for q, vec, item in zip(qs, vecs, items):
-            flat = flat_search(store, "dense", q.question, vec, [q.conversation_id], k=5)
+            flat = flat_search(store, "dense", q.question, vec, [q.conversation_id], k=5, as_of=iso(parse_user_date(q.as_of)) if q.as_of else None)
             item.answers[BASELINE] = flat.top1
             item.cited[BASELINE] = list(flat.items[0][1]) if flat.items else []
             item.scores[BASELINE] = _state_scores(flat.top1, q)

@@ -12,7 +12,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ from tracecli.query.vectors import EventVectors
 from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, qualified_ref, resolve_scope
 from tracecli.store.db import Store, dumps, placeholders, utc_now
 from tracecli.text import content_words, count_tokens, short_hash
-from tracecli.timeutil import parse_iso, parse_user_date
+from tracecli.timeutil import iso, parse_iso, parse_user_date
 
 if TYPE_CHECKING:
     from tracecli.providers.embeddings import Embedder
@@ -94,9 +94,20 @@ class _Scope:
     stamp: tuple[Any, ...] = ()
     data_version: int = -1  # PRAGMA data_version when last checked (moves when another connection commits)
     vectors: EventVectors | None = None
-    outdated: dict[str | None, set[int]] = field(default_factory=dict)  # note rowids shown [OUTDATED], per as-of
+    outdated: dict[tuple[str | None, bool], set[int]] = field(default_factory=dict)  # note rowids shown [OUTDATED], per (as-of, flat)
     quote_words: dict[str, frozenset[str]] = field(default_factory=dict)  # event id → content words of its quote
     claims: dict[str, list[tuple[str, str]]] | None = None  # message id → its claims' (text, status), read on first use
+    flat: Graph | None = None  # the graph without edges or validity (`--ablate graph`), made on first use
+
+    def view(self, ablate: frozenset[str]) -> Graph:
+        """The graph `ask` reads: the full one, or with `graph` ablated the same events as flat evidence — no edges, no
+        validity from revisions (TRACE's 'w/o graph' setting: the same reader over the same sentences)."""
+        if "graph" not in ablate:
+            return self.graph
+        if self.flat is None:
+            events = {eid: replace(ev, validity=1.0, valid_until=None) for eid, ev in self.graph.events.items()}
+            self.flat = Graph(events, {}, {}, self.graph.by_note, self.graph.by_topic)
+        return self.flat
 
 
 def _stamp(store: Store, conversation_ids: Sequence[str]) -> tuple[Any, ...]:
@@ -116,9 +127,7 @@ def _stamp(store: Store, conversation_ids: Sequence[str]) -> tuple[Any, ...]:
 
 
 def _iso(value: dt.datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.astimezone(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return None if value is None else iso(value)
 
 
 def short_text(ev: EventNode) -> str:
@@ -259,7 +268,7 @@ class Asker:
         note_cos = dict(zip(scope.note_rowids, (scope.note_matrix @ qvec).tolist())) if len(scope.note_rowids) else {}
         timing["retrieve"] = _ms(t)
         t = time.perf_counter()
-        graph = scope.graph
+        graph = scope.view(settings.ablate)
         self._resolve_event_scopes(shape, graph, scope, qvec, note_cos)
         as_of_iso = _iso(shape.as_of)
         relevance = {eid: max((note_cos.get(r, 0.0) for r in ev.note_rowids), default=0.0) for eid, ev in graph.events.items()}
@@ -437,19 +446,22 @@ class Asker:
         validity marker). Budget left unused by notes goes to paths.
         """
         s = self.settings
-        graph = scope.graph
+        graph = scope.view(s.ablate)
+        no_paths = bool({"paths", "graph"} & s.ablate)
+        no_claims = bool({"wiki", "graph"} & s.ablate)  # flat evidence has no wiki lifecycle either
         b_note = int(budget * s.note_share)
         b_path = budget - b_note
         qwords = set(content_words(question))
-        if scope.claims is None and "wiki" not in s.ablate:
+        if scope.claims is None and not no_claims:
             scope.claims = _load_claims(self.store, scope.conversation_ids)
-        outdated_notes = scope.outdated.get(as_of)
+        key = (as_of, graph is scope.flat)
+        outdated_notes = scope.outdated.get(key)
         if outdated_notes is None:
             if len(scope.outdated) >= 64:
                 scope.outdated.clear()
-            outdated_notes = scope.outdated[as_of] = self._outdated_notes(graph, as_of)
+            outdated_notes = scope.outdated[key] = self._outdated_notes(graph, as_of)
         answer_path: Path | None = None
-        if answer.event_ids and answer.event_ids[0] in graph.events and "paths" not in s.ablate:
+        if answer.event_ids and answer.event_ids[0] in graph.events and not no_paths:
             answer_path = _answer_path(graph, answer.event_ids[0], as_of)
             score_path(graph, answer_path, relevance, s, as_of)
         cited: set[str] = set(answer_path.event_ids) if answer_path else set()
@@ -469,7 +481,7 @@ class Asker:
             ev = _best_sentence([graph.events[e] for e in graph.by_note.get(hit.rowid, [])], qwords, scope.quote_words)
             item: ContextItem
             path: Path | None = None
-            if ev is not None and ev.id not in cited and "paths" not in s.ablate:
+            if ev is not None and ev.id not in cited and not no_paths:
                 path = Path([Step(ev.id)], [])
                 score_path(graph, path, relevance, s, as_of)
                 text = render_path(graph, path, as_of)
@@ -479,7 +491,7 @@ class Asker:
                     path = None
             if path is None:
                 item = ContextItem("note", note_text, [ref], round(hit.score, 6))
-                claim = None if "wiki" in s.ablate else _claim_text(scope, hit, qwords, as_of)
+                claim = None if no_claims else _claim_text(scope, hit, qwords, as_of)
                 if claim is not None and count_tokens(claim) <= count_tokens(note_text):
                     item = ContextItem("claim", claim, [ref], round(hit.score, 6))
             cost = count_tokens(item.text)
@@ -494,7 +506,7 @@ class Asker:
         b_path += max(0, b_note - used_note)  # Eq. 21: freed note budget goes to paths
         chosen: list[Path] = [answer_path] if answer_path else []
         walked: set[frozenset[str]] = set()  # the messages each chosen path rests on
-        for p in [] if "paths" in s.ablate else paths:
+        for p in [] if no_paths else paths:
             if len(p.event_ids) < 2 or set(p.event_ids) <= cited:
                 continue
             msgs = frozenset(m for eid in p.event_ids for m in graph.events[eid].message_ids)

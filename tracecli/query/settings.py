@@ -22,8 +22,9 @@ RELATION_DISCOUNT: dict[str, float] = {
 }
 
 
-#: what `--ablate` can switch off: the wiki's claims in the context, graph paths in the context, the frame answer step
-ABLATIONS = ("wiki", "paths", "frames")
+#: what `--ablate` can switch off: the wiki's claims in the context, graph paths in the context, the frame answer
+#: step, the graph itself (no edges, no revision validity, no wiki: the same reader over flat evidence)
+ABLATIONS = ("wiki", "paths", "frames", "graph")
 
 
 @dataclass
