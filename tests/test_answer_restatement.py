@@ -55,3 +55,28 @@ def test_as_of_a_date_takes_the_latest_restatement_said_by_then():
     ranked = [(OLD, 0.80), (NEW, 0.79)]
     assert _answer("Where did Noor's choir meet?", ranked, as_of="2024-02-01T00:00:00Z").source_refs == ["m1"]
     assert _answer("Where did Noor's choir meet?", ranked, as_of="2024-06-01T00:00:00Z").source_refs == ["m9"]
+
+
+FIESTA = _ev("f1", 2, "I drive an old Fiesta to work", anchor="2024-01-02T10:00:00Z")
+YARIS = _ev("y1", 7, "picked up the Yaris yesterday, so smooth", anchor="2024-04-02T10:00:00Z")
+
+
+def _answer_cars(question: str, ranked: list[tuple[EventNode, float]]):
+    graph = Graph({e.id: e for e in (FIESTA, YARIS)}, defaultdict(list), defaultdict(list), {}, {})
+    return answer_offline(graph, shape_of(question, ["Noor"], None), ranked, {}, 0.9, None, AskSettings(), question)
+
+
+def test_before_x_answers_from_what_was_said_before_x_was_first_mentioned():
+    ranked = [(YARIS, 0.85), (FIESTA, 0.6)]  # the sentence about X itself matches the question best
+    assert _answer_cars("What did Noor drive before she got the Yaris?", ranked).source_refs == ["m2"]
+    # without "before X" the best sentence answers
+    assert _answer_cars("What does Noor drive?", ranked).source_refs == ["m7"]
+
+
+def test_before_cut_needs_a_statement_of_x():
+    from tracecli.query.frame_answer import before_cut
+
+    graph = Graph({e.id: e for e in (FIESTA, YARIS)}, defaultdict(list), defaultdict(list), {}, {})
+    cut = before_cut(graph, "What did Noor drive before she got the Yaris?", ["Noor"])
+    assert cut is not None and cut.seq == 7 and cut.words == {"yaris"}
+    assert before_cut(graph, "What did Noor drive before the Corolla?", ["Noor"]) is None

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tracecli.graph.dates import format_date
+from tracecli.query.frame_answer import before_cut, said_before
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape
@@ -278,9 +279,19 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         # a why-question is answered by an event whose cause the graph knows, if one is nearly as relevant
         top = valid[0][1]
         best = next((ev for ev, sc in valid[:4] if sc >= top - 0.03 and _cause_of(graph, ev) is not None), None)
+    cut = before_cut(graph, question, named_people(graph, shape)) if "before" in question.lower() else None
+    if cut is not None and best is None:
+        # "before X": the best sentence said before X was first mentioned, never one about X itself
+        before = [(ev, sc) for ev, sc in valid if said_before(ev, cut)]
+        if not before:  # none of the ranked sentences: the person's sentences before X, by their message's relevance
+            people = named_people(graph, shape)
+            before = sorted(((ev, relevance.get(ev.id, 0.0)) for ev in graph.events.values()
+                             if said_before(ev, cut) and (not people or ev.subject in people)),
+                            key=lambda x: (-x[1], x[0].seq))[:8]
+        valid = before or valid
     if best is None and valid:
         best = valid[0][0]
-        if (shape.wants_current and shape.says_now) or as_of is not None:
+        if (shape.wants_current and shape.says_now) or as_of is not None or cut is not None:
             best = _latest_restatement(valid)
     if best is None:
         if as_of is not None:

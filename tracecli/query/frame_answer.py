@@ -187,6 +187,12 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             prev = predecessor(graph, named)
             if prev is not None:
                 return FrameAnswer(prev, named, 0.9, "chain")
+    cut = before_cut(graph, question, people) if "before" in question.lower() else None
+    if cut is not None:
+        # no revision edge leads back from X: the answer is among what was said before X was first mentioned
+        cands = [c for c in cands if said_before(c.ev, cut)]
+        if not cands:
+            return None
     if not cands:
         return _refusal(other_kind)
     cands.sort(key=lambda c: (-(c.key_hit + c.noun_hit + c.rel), c.ev.seq, c.ev.id))
@@ -208,10 +214,12 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
     scored.sort(key=lambda c: (-c.score, -c.ev.seq, c.ev.id))
     best = scored[0]
     chosen = best.ev
-    if not (_PAST_CUES.search(question) and as_of is None):
+    if cut is not None or not (_PAST_CUES.search(question) and as_of is None):
         rivals = [c for c in scored if c.ev.subject == best.ev.subject and _rival(c, best)
                   and c.score >= best.score - RIVAL_MARGIN]
         chosen = max(rivals, key=lambda c: (c.ev.seq, c.ev.sentence_idx)).ev
+    if cut is not None:
+        return FrameAnswer(chosen, best.ev, best.score, "frame")  # the latest version said before X
     if _PAST_CUES.search(question) and as_of is None:
         current = newest_successor(graph, chosen, None)
         prev = predecessor(graph, current)
@@ -246,6 +254,54 @@ def _rival(c: _Cand, best: _Cand) -> bool:
 def _content(c: _Cand) -> float:
     """How close a candidate is to the question by sentence, message and value alone (not by key words)."""
     return 0.5 * c.sim + 0.3 * c.rel + 0.2 * c.fit
+
+
+@dataclass(frozen=True)
+class BeforeCut:
+    """Where 'before X' puts the answer: before the first statement that mentions X."""
+
+    conversation_id: str
+    seq: int
+    words: frozenset[str]  # X's words that a statement of X contains
+
+
+def before_cut(graph: Graph, question: str, people: Sequence[str]) -> BeforeCut | None:
+    """'What did Mei use before she got the MacBook?' → the first statement mentioning the MacBook.
+
+    X is what follows 'before'; a statement mentions it when it has all of X's capitalised words, or (when X
+    names none) at least half of X's content words and two of them when X has two or more. None when the
+    question has no 'before X' or nothing mentions X."""
+    from tracecli.text import content_words
+
+    m = re.search(r"(?i)\bbefore\s+(?P<x>.+?)\s*\??$", question)
+    if not m:
+        return None
+    names = {p.lower() for p in people}
+    x = m.group("x")
+    keys = {w.lower() for w in re.findall(r"\b[A-Z][\w'’&-]*", x)} - names - _QUESTION_WORDS
+    words = set(content_words(x)) - names - _QUESTION_WORDS
+    if not words and not keys:
+        return None
+
+    def mentions(quote: str) -> bool:
+        have = set(re.findall(r"[\w'’&-]+", quote.lower()))
+        if keys:
+            return keys <= have
+        shared = len(words & have)
+        return shared * 2 >= len(words) and shared >= min(2, len(words))
+
+    hits = [ev for ev in graph.events.values() if mentions(ev.quote)]
+    if not hits:
+        return None
+    first = min(hits, key=lambda ev: (ev.seq, ev.sentence_idx))
+    return BeforeCut(first.conversation_id, first.seq, frozenset(keys or words))
+
+
+def said_before(ev: EventNode, cut: BeforeCut) -> bool:
+    """Was `ev` said before the first statement of X, and is it not itself about X?"""
+    if ev.conversation_id != cut.conversation_id or ev.seq >= cut.seq:
+        return False
+    return not (cut.words & set(re.findall(r"[\w'’&-]+", ev.quote.lower())))
 
 
 def _event_with_value(graph: Graph, words: set[str], people: Sequence[str], qwords: set[str]) -> EventNode | None:
