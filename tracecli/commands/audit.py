@@ -88,9 +88,9 @@ def register(app: typer.Typer) -> None:
         """
         from tracecli.audit import run_audit
         from tracecli.errors import CheckFailed
-        from tracecli.store import open_store
+        from tracecli.store import read_store
 
-        with open_store(db, create=False) as store:
+        with read_store(db) as store:
             report = run_audit(store, conversation, namespace=namespace)
         if as_json:
             render.emit_json(report)

@@ -14,6 +14,13 @@ from tracecli.errors import TraceError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+def _sqlite_error() -> type[Exception]:
+    """pysqlite3's base error class (imported when an error is being handled, not at start-up)."""
+    import pysqlite3.dbapi2 as sqlite3
+
+    return sqlite3.Error
+
 DbOpt = Annotated[
     Path,
     typer.Option("--db", envvar="TRACECLI_DB", help="The database file (env TRACECLI_DB).", show_default=True),
@@ -44,5 +51,13 @@ def guarded(func: F) -> F:
         except KeyboardInterrupt:
             render.error_line("interrupted; nothing from the unfinished step was written")
             raise typer.Exit(130) from None
+        except (UnicodeDecodeError, _sqlite_error()) as exc:
+            # the database failed under a query (another command holding the lock past the busy
+            # timeout, a damaged page): one line naming the file, like every other error
+            from tracecli.store.db import store_failure
+
+            failure = store_failure(exc, kwargs.get("db") or "the database")
+            render.error_line(str(failure))
+            raise typer.Exit(failure.exit_code) from None
 
     return wrapper  # type: ignore[return-value]

@@ -117,9 +117,9 @@ def register(app: typer.Typer) -> None:
         another namespace.
         """
         from tracecli.graph.inspect import event_detail
-        from tracecli.store import open_store
+        from tracecli.store import read_store
 
-        with open_store(db, create=False) as store:
+        with read_store(db) as store:
             detail = event_detail(store, event_id, namespace=namespace)
         if as_json:
             render.emit_json(detail)
@@ -142,12 +142,12 @@ def register(app: typer.Typer) -> None:
         """
         from tracecli.errors import BadInput
         from tracecli.graph.inspect import EXPORT_FORMATS, export_graph, serialise
-        from tracecli.store import open_store
+        from tracecli.store import read_store
 
         fmt = fmt.lower().strip()
         if fmt not in EXPORT_FORMATS:
             raise BadInput(f"unknown export format '{fmt}'; choose one of {', '.join(EXPORT_FORMATS)}")
-        with open_store(db, create=False) as store:
+        with read_store(db) as store:
             export = export_graph(store, conversation, namespace=namespace)
         text = serialise(export, fmt)
         if out is None:

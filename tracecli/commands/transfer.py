@@ -32,13 +32,13 @@ def export_cmd(
     full-text indexes are not exported (`tracecli import` rebuilds them), nor the
     LLM cache, stored answers or the forget log.
     """
-    from tracecli.store import open_store
+    from tracecli.store import read_store
     from tracecli.transfer import export_data
 
     if as_json and out is None:
         raise BadInput("--json prints a summary on stdout; give --out FILE for the export itself")
     chosen = fmt or ("jsonl" if out is not None and out.suffix.lower() == ".jsonl" else "json")
-    with open_store(db, create=False) as store:
+    with read_store(db) as store:
         text, result = export_data(store, chosen, namespace=namespace, conversation_id=conversation, derived=derived, out=out)
     if out is None:
         sys.stdout.write(text)

@@ -25,6 +25,12 @@ def _open(db: Path) -> Any:
     return open_store(db, create=False)
 
 
+def _read(db: Path) -> Any:
+    from tracecli.store import read_store
+
+    return read_store(db)
+
+
 # -- compile-wiki ------------------------------------------------------------------------------
 
 
@@ -113,7 +119,7 @@ def wiki_list_cmd(
     """List wiki pages: slug, type, title and how many trajectories each links."""
     from tracecli.wiki import list_pages
 
-    with _open(db) as store:
+    with _read(db) as store:
         pages = list_pages(store, conversation, page_type, namespace=namespace)
     if as_json:
         render.emit_json({"pages": [_page_json(p) for p in pages]})
@@ -139,7 +145,7 @@ def wiki_show_cmd(
 
     from tracecli.wiki import get_page
 
-    with _open(db) as store:
+    with _read(db) as store:
         page = get_page(store, slug, conversation, namespace=namespace)
     if as_json:
         render.emit_json(_page_json(page, markdown=True))
@@ -160,7 +166,7 @@ def wiki_export_cmd(
     """Export every page as a markdown file with working relative links (Obsidian or any viewer)."""
     from tracecli.wiki import export_pages
 
-    with _open(db) as store:
+    with _read(db) as store:
         written = export_pages(store, directory, conversation, namespace=namespace)
     if as_json:
         render.emit_json({"directory": str(directory), "files": [
@@ -190,7 +196,7 @@ def claims_history_cmd(
     """Show the history of the facts matching QUERY: every op in order, with dates and source quotes."""
     from tracecli.wiki import claim_history
 
-    with _open(db) as store:
+    with _read(db) as store:
         chains = claim_history(store, query, conversation, namespace=namespace)
     if as_json:
         render.emit_json({"chains": chains})

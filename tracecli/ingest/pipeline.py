@@ -189,12 +189,16 @@ def parse_inputs(
     ]
 
 
-def check_parsed(store: Store, parsed: Sequence[tuple[Path, list[ParsedConversation]]]) -> None:
-    """Refuse, before anything is written, conversations that clash with stored ones or with each other."""
+def check_parsed(store: Store | None, parsed: Sequence[tuple[Path, list[ParsedConversation]]]) -> None:
+    """Refuse, before anything is written, conversations that clash with stored ones or with each other.
+
+    Without a store only clashes between the files are found (so a refused ingest need not create its file).
+    """
     seen: dict[str, tuple[str, str]] = {}
     for path, convs in parsed:
         for conv in convs:
-            row = store.execute("SELECT namespace FROM conversations WHERE id = ?", (conv.conversation_id,)).fetchone()
+            row = None if store is None else store.execute(
+                "SELECT namespace FROM conversations WHERE id = ?", (conv.conversation_id,)).fetchone()
             if row is not None and row[0] != conv.namespace:
                 raise BadInput(
                     f"{path.name}: conversation '{conv.conversation_id}' already exists in namespace '{row[0]}', not '{conv.namespace}'"
@@ -246,17 +250,23 @@ def ingest_parsed(
     bound = store.embedding_model()
     if total and bound is not None and bound[0] != embedder.id:
         raise store.model_mismatch(embedder.id, embedder.dimension)
-    texts = [pm.note_text for _, pending, _, _ in plans for pm in pending]
-    vectors = embed_by_length(embedder, texts, progress)
-    offset = 0
+    # embedding is the slow part: it happens before the write lock is taken, so other commands keep writing
+    pending_all = [pm for _, pending, _, _ in plans for pm in pending]
+    vectors = dict(zip((pm.content_hash for pm in pending_all),
+                       embed_by_length(embedder, [pm.note_text for pm in pending_all], progress)))
     with store.transaction():
-        if total:
+        # planned again under the lock: another ingest of the same file may have written some messages meanwhile
+        check_parsed(store, [(path, convs)])
+        plans = [(conv, *_plan(store, conv)) for conv in convs]
+        late = [pm for _, pending, _, _ in plans for pm in pending if pm.content_hash not in vectors]
+        if late:  # messages removed by a `forget` since the first plan
+            vectors.update(zip((pm.content_hash for pm in late), embedder.embed_batch([pm.note_text for pm in late])))
+        if any(p[1] for p in plans):
             store.bind_embedding_model(embedder.id, embedder.dimension)
         for conv, pending, skipped, new_sessions in plans:
             created = False
             if pending:
-                created = _write(store, conv, pending, new_sessions, vectors[offset : offset + len(pending)], path.name)
-            offset += len(pending)
+                created = _write(store, conv, pending, new_sessions, [vectors[pm.content_hash] for pm in pending], path.name)
             result.conversations.append(
                 ConversationResult(
                     conversation_id=conv.conversation_id,
