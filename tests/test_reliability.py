@@ -229,3 +229,66 @@ def test_two_ingests_of_one_file_store_each_message_once(tmp_path: Path, embedde
     with open_store(db, create=False) as store:
         assert store.execute("SELECT COUNT(*), COUNT(DISTINCT content_hash) FROM messages").fetchone() == (4, 4)
         assert store.execute("SELECT COUNT(*) FROM notes").fetchone()[0] == 4
+
+
+# -- 3. markup and control characters ------------------------------------------------------------------------------
+
+HOSTILE_ID = "[/bold]conv[red]"
+HOSTILE_TEXTS = [
+    "I moved to Porto [/bold] last week \x1b]0;pwned\x07 and love it.",
+    "Alice is moving to Lisbon \x1b[2J\x1b[H now [link=file:///etc/passwd]click[/link].",
+    "Bob adopted a cat called [bold]Miso\x9b31m and \x1b]8;;file:///etc/passwd\x07this\x1b]8;;\x07 \u202eevil.",
+]
+
+
+@pytest.fixture(scope="module")
+def hostile_db(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
+    tmp = tmp_path_factory.mktemp("hostile")
+    src = write_json(tmp / "[red]x[bold].json", {
+        "conversation_id": HOSTILE_ID, "participants": ["[/b]Alice", "Bob\x1b[31m"],
+        "messages": [{"id": f"[/i]m{i}", "speaker": ["[/b]Alice", "Bob\x1b[31m"][i % 2], "text": t,
+                      "timestamp": f"2024-03-0{i + 1}T10:00:00Z"} for i, t in enumerate(HOSTILE_TEXTS)]})
+    db = tmp / "trace.db"
+    for args in (["ingest", src], ["build-graph"], ["compile-wiki"]):
+        result = invoke(*args, "--db", db)
+        no_traceback(result)
+        assert result.exit_code == 0, result.output
+        assert not any(c in result.output for c in CONTROL)
+    return db
+
+
+def _first(db: Path, sql: str) -> Any:
+    with open_store(db, create=False, upgrade=False) as store:
+        return store.execute(sql).fetchone()[0]
+
+
+def test_user_text_is_never_markup_and_its_control_characters_never_reach_the_terminal(hostile_db: Path) -> None:
+    ask = invoke("ask", "Where is Alice moving?", "--db", hostile_db, "--json")
+    answer_id = json.loads(ask.stdout)["answer_id"]
+    event_id = _first(hostile_db, "SELECT id FROM events ORDER BY id")
+    runs = [["stats"], ["ask", "Where is Alice moving?"], ["trace", answer_id], ["claims", "history", "Porto"],
+            ["graph", "show", event_id], ["graph", "export", "--format", "dot"], ["graph", "export"],
+            ["wiki", "list"], ["wiki", "show", "index", "--conversation", HOSTILE_ID], ["export"],
+            ["audit"], ["stats", "--json"], ["trace", answer_id, "--json"]]
+    for args in runs:
+        result = invoke(*args, "--db", hostile_db)
+        no_traceback(result)
+        assert result.exit_code in (0, 1), (args, result.output)
+        assert not any(c in result.output for c in CONTROL), (args, result.output)
+    # the stored text is what the file said
+    assert _first(hostile_db, "SELECT text FROM messages ORDER BY seq") == HOSTILE_TEXTS[0]
+    stats = json.loads(invoke("stats", "--db", hostile_db, "--json").stdout)
+    assert [c["conversation_id"] for c in stats["conversations"]] == [HOSTILE_ID]
+
+
+def test_json_output_escapes_control_characters_and_keeps_the_value(hostile_db: Path) -> None:
+    result = invoke("export", "--db", hostile_db)
+    assert "\\u001b]0;pwned\\u0007" in result.stdout and "\\u009b31m" in result.stdout
+    texts = [m["text"] for s in json.loads(result.stdout)["conversations"][0]["sessions"] for m in s["messages"]]
+    assert texts == HOSTILE_TEXTS
+
+
+def test_error_lines_show_user_text_without_markup_or_controls(tmp_path: Path) -> None:
+    bad = write_json(tmp_path / "[bold]bad\x1b[2J.json", {"messages": [{"speaker": "[/x]", "text": ""}]})
+    err = one_line_error(invoke("ingest", bad, "--db", tmp_path / "t.db"), "[bold]bad[2J.json")
+    assert "\x1b" not in err

@@ -85,7 +85,7 @@ def ingest_cmd(
         if bar:
             bar.start()
         for path, convs in parsed:
-            task = bar.add_task(f"embedding {path.name}", total=None) if bar else None
+            task = bar.add_task(f"embedding {render.safe(path.name)}", total=None) if bar else None
 
             def progress(done: int, total: int, task: Any = task) -> None:
                 if bar and task is not None:

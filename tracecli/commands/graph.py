@@ -16,17 +16,14 @@ GROUP_NAME = "graph"
 _MARK_STYLE = {"valid": "green", "partial": "yellow", "outdated": "red"}
 
 
-def _mark(marker: Optional[str]) -> str:
-    if marker is None:
-        return ""
-    style = _MARK_STYLE.get(marker, "")
-    return f"[{style}]{marker}[/]" if style else marker
+def _mark(marker: Optional[str]) -> Any:
+    from tracecli import render
+
+    return render.plain(marker or "", _MARK_STYLE.get(marker or "", ""))
 
 
 def render_event_detail(detail: Any) -> None:
     """The event, its edges and its source messages as tables on stderr."""
-    from rich.markup import escape
-
     from tracecli import render
     from tracecli.graph.dates import format_date
 
@@ -55,7 +52,7 @@ def render_event_detail(detail: Any) -> None:
         ["session / topic", f"{ev.session_id} / {ev.topic_id or '—'}"],
         ["description", ev.description],
     ]
-    render.show(render.table(f"event {ev.id}", ["field", "value"], [[k, escape(v)] for k, v in rows]))
+    render.show(render.table(f"event {ev.id}", ["field", "value"], rows))
     edge_rows = []
     for e in [*detail.edges_out, *detail.edges_in]:
         arrow = f"—{e.label}→ {e.other_id}" if e.direction == "out" else f"←{e.label}— {e.other_id}"
@@ -67,14 +64,15 @@ def render_event_detail(detail: Any) -> None:
     if edge_rows:
         table = render.table("edges (out, then in)", ["edge", "family", "conf.", "invalidated at", "other end", "other event", "justification"], [])
         for row in edge_rows:
-            table.add_row(*[escape(str(v)) for v in row[:4]], _mark(row[4] or None), escape(row[5]), escape(row[6]))
+            table.add_row(*[render.plain(v) for v in row[:4]], _mark(row[4] or None), render.plain(row[5]),
+                          render.plain(row[6]))
         render.show(table)
     else:
         render.show("[dim]no edges[/]")
     if detail.messages:
         render.show(render.table(
             "source messages", ["ref", "speaker", "date", "text"],
-            [[escape(m.source_ref or m.id), escape(m.speaker), (m.timestamp or "")[:10], escape(m.text)] for m in detail.messages],
+            [[m.source_ref or m.id, m.speaker, (m.timestamp or "")[:10], m.text] for m in detail.messages],
         ))
 
 
@@ -159,7 +157,7 @@ def register(app: typer.Typer) -> None:
         from tracecli.files import write_out
 
         write_out(out, text)
-        render.show(f"[dim]wrote {len(export.nodes)} vertices and {len(export.edges)} edges to {out} ({fmt})[/]")
+        render.show(render.plain(f"wrote {len(export.nodes)} vertices and {len(export.edges)} edges to {out} ({fmt})", "dim"))
 
     group.command("show")(guarded(show_cmd))
     group.command("export")(guarded(export_cmd))

@@ -74,7 +74,7 @@ def import_cmd(
     render.transfer_counts(f"imported {result.file} ({result.elapsed_s:.1f}s)", result.tables)
     skipped = [c.conversation_id for c in result.conversations if c.status == "unchanged"]
     if skipped:
-        render.err.print(f"note: already present and identical, left as they were: {', '.join(skipped)}")
+        render.show(render.plain(f"note: already present and identical, left as they were: {', '.join(skipped)}"))
 
 
 def register(app: typer.Typer) -> None:

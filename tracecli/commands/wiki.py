@@ -85,7 +85,8 @@ def compile_wiki_cmd(
         "ungrounded dropped", "trajectories new/total", "pages", "pages written/unchanged", "index-only", "time"], rows))
     waiting = [r for r in results if r.sessions_awaiting_graph]
     for r in waiting:
-        render.err.print(f"note: {r.conversation_id}: {r.sessions_awaiting_graph} session(s) wait for `tracecli build-graph`")
+        render.show(render.plain(f"note: {r.conversation_id}: {r.sessions_awaiting_graph} session(s) wait for "
+                                 "`tracecli build-graph`"))
 
 
 # -- wiki list / show / export --------------------------------------------------------------------
@@ -150,8 +151,9 @@ def wiki_show_cmd(
     if as_json:
         render.emit_json(_page_json(page, markdown=True))
         return
-    # The page is the output the user asked for: stdout, so it pipes into a pager or a file.
-    Console(highlight=False).print(Markdown(page.markdown))
+    # The page is the output the user asked for: stdout, so it pipes into a pager or a file. Markdown is not
+    # Rich markup; its control characters are removed like everywhere user text is shown (--json keeps them).
+    Console(highlight=False).print(Markdown(render.strip_controls(page.markdown)))
 
 
 @wiki_app.command("export")
