@@ -170,6 +170,29 @@ def test_reading_commands_never_fail_while_a_writer_holds_the_lock(locked: Path)
         assert result.exit_code == 0, (args, result.output)
 
 
+def test_ask_answers_while_the_lock_is_held_and_says_the_answer_was_not_stored(locked: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("tracecli.query.ask.ASIDE_WAIT", 0.1)
+    result = invoke("ask", "Where is Alice moving?", "--conversation", ALICE, "--json", "--db", locked)
+    no_traceback(result)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert "Porto" in out["answer"]
+    assert any("not stored" in w and "another command is writing" in w for w in out["warnings"])
+    assert "warning: the answer was not stored" in result.stderr
+
+
+def test_ask_answers_on_a_read_only_file(ask_db_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # root may write any file, so the test says "read-only" where the store asks
+    monkeypatch.setattr(store_db, "_writable", lambda path: False)
+    before = ask_db_copy.read_bytes()
+    result = invoke("ask", "Where is Alice moving?", "--conversation", ALICE, "--db", ask_db_copy)
+    no_traceback(result)
+    assert result.exit_code == 0 and "Porto" in result.stdout, result.output
+    assert "the answer was not stored (the file is read-only)" in result.stderr
+    assert ask_db_copy.read_bytes() == before
+
+
 def test_a_writer_that_read_first_is_not_failed_by_another_commit(ask_db_copy: Path) -> None:
     """compile-wiki reads, then writes, in one transaction; an `ask` storing its answer meanwhile used to fail it."""
     reading, errors = threading.Event(), []

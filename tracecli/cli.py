@@ -185,12 +185,15 @@ def ask_cmd(
                 res = asker.ask(item.question, conversation_id=item.conversation or conversation,
                                 as_of=item.as_of or as_of, budget=budget, namespace=namespace)
                 render.emit_json_line(res)
+                render.warnings(res.warnings)
             return
         result = asker.ask(question or "", conversation_id=conversation, as_of=as_of, budget=budget, namespace=namespace)
     if as_json:
         render.emit_json(result)
     else:
         render.ask_result(result)
+    if as_json:
+        render.warnings(result.warnings)
     if result.abstained:
         raise typer.Exit(1)
 

@@ -198,6 +198,7 @@ def ask_result(r: Any) -> None:
     if r.paths:
         show(paths_table("evidence paths", r.paths[:5]))
     show(plain(f"tracecli trace {r.answer_id}  shows the full evidence", "dim"))
+    warnings(r.warnings)
 
 
 def trace_result(r: Any) -> None:
