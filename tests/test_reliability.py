@@ -315,3 +315,183 @@ def test_error_lines_show_user_text_without_markup_or_controls(tmp_path: Path) -
     bad = write_json(tmp_path / "[bold]bad\x1b[2J.json", {"messages": [{"speaker": "[/x]", "text": ""}]})
     err = one_line_error(invoke("ingest", bad, "--db", tmp_path / "t.db"), "[bold]bad[2J.json")
     assert "\x1b" not in err
+
+
+# -- 4. hostile input ------------------------------------------------------------------------------------------------
+
+
+def test_deeply_nested_json_is_one_line_for_ingest_import_and_ask_batch(tmp_path: Path, ask_db_copy: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    deep_jsonl = tmp_path / "deep.jsonl"
+    deep_jsonl.write_text('{"question": "x"}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
+    before = ask_db_copy.read_bytes()
+    one_line_error(invoke("ingest", deep, "--db", ask_db_copy), "deep.json", "nests deeper than")
+    one_line_error(invoke("import", deep, "--db", ask_db_copy), "deep.json", "nests deeper than")
+    one_line_error(invoke("ask", "--batch", deep_jsonl, "--db", ask_db_copy), "deep.jsonl", "line 2", "nests deeper")
+    assert ask_db_copy.read_bytes() == before
+
+
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:00:00-05:00", "0001-01-01T01:00:00+05:00", 1e300, "Infinity"])
+def test_timestamps_outside_the_calendar_are_one_line(tmp_path: Path, stamp: Any) -> None:
+    raw = '{"messages": [{"speaker": "A", "text": "hi", "timestamp": %s}]}' % (
+        stamp if stamp == "Infinity" else json.dumps(stamp))
+    path = tmp_path / "dates.json"
+    path.write_text(raw)
+    one_line_error(invoke("ingest", path, "--db", tmp_path / "t.db"), "dates.json", "messages[0]")
+    assert not (tmp_path / "t.db").exists()
+
+
+def test_as_of_outside_the_calendar_is_one_line(ask_db_copy: Path) -> None:
+    one_line_error(invoke("ask", "Where is Alice moving?", "--as-of", "9999-12-31T23:59:59-14:00", "--db", ask_db_copy),
+                   "--as-of", "outside the years")
+
+
+def _chatgpt(**changes: Any) -> list[dict[str, Any]]:
+    data = json.loads((FIXTURES / "chatgpt.json").read_text())
+    conv = data[0]
+    for path, value in changes.items():
+        node, _, key = path.rpartition(".")
+        target = conv
+        for part in node.split(".") if node else []:
+            target = target[part]
+        target[key] = value
+    return data
+
+
+@pytest.mark.parametrize(("changes", "place"), [
+    ({"mapping.n1.message.author": "user"}, "[0].mapping['n1'].message.author"),
+    ({"mapping.n1.message.content.parts": 5}, "[0].mapping['n1'].message.content.parts"),
+    ({"current_node": ["n5"]}, "[0].current_node"),
+    ({"mapping.n1.message.create_time": "yesterday-ish"}, "[0].mapping['n1'].message.create_time"),
+])
+def test_chatgpt_exports_with_wrongly_typed_fields_are_one_line(tmp_path: Path, changes: dict[str, Any], place: str) -> None:
+    path = write_json(tmp_path / "chat.json", _chatgpt(**changes))
+    one_line_error(invoke("ingest", path, "--db", tmp_path / "t.db"), "chat.json", place)
+
+
+def test_chatgpt_export_with_mixed_create_times_and_no_current_node_reads(tmp_path: Path) -> None:
+    data = _chatgpt(current_node=None)
+    data[0]["mapping"]["n4a"]["message"]["create_time"] = "2023-11-14T22:20:00Z"
+    result = invoke("ingest", write_json(tmp_path / "chat.json", data), "--db", tmp_path / "t.db", "--json")
+    no_traceback(result)
+    assert result.exit_code == 0, result.output
+
+
+def test_longmemeval_with_a_number_for_session_ids_is_one_line(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "longmemeval.json").read_text())
+    data[0]["haystack_session_ids"] = 5
+    path = write_json(tmp_path / "lme.json", data)
+    one_line_error(invoke("ingest", path, "--db", tmp_path / "t.db"), "lme.json", "[0].haystack_session_ids", "a list")
+
+
+def test_a_damaged_database_is_one_line_on_every_command(tmp_path: Path) -> None:
+    db = tmp_path / "trace.db"
+    src = write_json(tmp_path / "c.json", {"conversation_id": "c", "messages": messages("QQQQ marker text QQQQ", "fine")})
+    assert invoke("ingest", src, "--db", db).exit_code == 0
+    raw = db.read_bytes()
+    marker = "QQQQ marker text QQQQ".encode()
+    assert marker in raw
+    db.write_bytes(raw.replace(marker, b"\xff" * len(marker)))  # text that is no longer UTF-8, as a bad page gives
+    for args in (["export"], ["ask", "marker text?"], ["forget", "conversation", "c"]):
+        result = invoke(*args, "--db", db)
+        no_traceback(result)
+        if result.exit_code != 0:
+            one_line_error(result, str(db))
+
+
+def test_a_database_with_a_broken_page_is_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "trace.db"
+    src = write_json(tmp_path / "c.json", {"conversation_id": "c", "messages": messages(*[f"message {i}" for i in range(9)])})
+    assert invoke("ingest", src, "--db", db).exit_code == 0
+    raw = bytearray(db.read_bytes())
+    page = 4096
+    for start in range(page, len(raw), page):  # every b-tree page header after the first: garbage
+        raw[start:start + 8] = b"\x99" * 8
+    db.write_bytes(bytes(raw))
+    for args in (["stats"], ["export"], ["ask", "message?"], ["ingest", str(src)]):
+        result = invoke(*args, "--db", db)
+        no_traceback(result)
+        one_line_error(result, str(db))
+
+
+# -- 5. zones, duplicate ids, forget, namespaces ---------------------------------------------------------------------
+
+
+def test_us_zone_abbreviations_are_resolved_and_others_refused(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    src = write_json(tmp_path / "z.json", {"conversation_id": "z", "messages": [
+        {"speaker": "A", "text": "hi", "timestamp": "2024-03-01 12:00 PST"}]})
+    result = invoke("ingest", src, "--db", db)
+    assert result.exit_code == 0 and "Warning" not in result.output, result.output
+    assert _first(db, "SELECT timestamp FROM messages") == "2024-03-01T20:00:00Z"
+    bad = write_json(tmp_path / "ist.json", {"messages": [{"speaker": "A", "text": "hi"},
+                                                         {"speaker": "B", "text": "yo", "timestamp": "2024-03-01 12:00 IST"}]})
+    err = one_line_error(invoke("ingest", bad, "--db", db), "ist.json", "messages[1]", "'IST'")
+    assert "Warning" not in err
+
+
+def test_a_message_id_given_twice_in_one_conversation_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    assert invoke("ingest", NATIVE, "--db", db).exit_code == 0
+    before = db.read_bytes()
+    dup = write_json(tmp_path / "dup.json", {"conversation_id": "d", "messages": [
+        {"id": "m1", "speaker": "A", "text": "one"}, {"id": "m2", "speaker": "B", "text": "two"},
+        {"id": "m1", "speaker": "A", "text": "three"}]})
+    one_line_error(invoke("ingest", dup, "--db", db), "dup.json", "messages[2]", "'m1'", "messages[0]")
+    assert db.read_bytes() == before
+
+
+def test_a_new_message_with_a_stored_messages_id_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    first = write_json(tmp_path / "a.json", {"conversation_id": "d", "messages": [{"id": "m1", "speaker": "A", "text": "one"}]})
+    assert invoke("ingest", first, "--db", db).exit_code == 0
+    again = write_json(tmp_path / "b.json", {"conversation_id": "d", "messages": [{"id": "m1", "speaker": "A", "text": "edited"}]})
+    one_line_error(invoke("ingest", again, "--db", db), "b.json", "'m1'", "stored message")
+    assert _first(db, "SELECT COUNT(*) FROM messages") == 1
+
+
+def test_forget_message_takes_every_row_a_ref_names(ask_db_copy: Path) -> None:
+    with open_store(ask_db_copy, create=False) as store:  # two rows under one ref, as files ingested before the fix hold
+        a, b = [r[0] for r in store.execute("SELECT id FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT 2", (ALICE,))]
+        store.execute("UPDATE messages SET source_ref = 'twice' WHERE id IN (?, ?)", (a, b))
+    result = invoke("forget", "message", "twice", "--conversation", ALICE, "--db", ask_db_copy, "--json")
+    assert result.exit_code == 0, result.output
+    assert sorted(json.loads(result.stdout)["message_ids"]) == sorted([a, b])
+    assert _first(ask_db_copy, "SELECT COUNT(*) FROM messages WHERE source_ref = 'twice'") == 0
+
+
+def test_namespace_names_are_normalised_in_one_place(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    assert invoke("ingest", NATIVE, "--namespace", " carol ", "--db", db).exit_code == 0
+    assert _first(db, "SELECT namespace FROM conversations") == "carol"
+    stats = json.loads(invoke("stats", "--db", db, "--json").stdout)
+    assert {c["namespace"] for c in stats["conversations"]} == {"carol"}
+    assert invoke("audit", "--namespace", "carol ", "--db", db).exit_code == 0
+    for bad in ("   ", "ca\x1brol", "ca\nrol"):
+        one_line_error(invoke("ingest", NATIVE, "--namespace", bad, "--db", tmp_path / "other.db"), "--namespace")
+    named = write_json(tmp_path / "n.json", {"namespace": "\tbob\x07", "messages": messages("hi")})
+    one_line_error(invoke("ingest", named, "--db", db), "n.json", "'namespace'")
+
+
+# -- 6. FIFOs --------------------------------------------------------------------------------------------------------
+
+
+def _within(seconds: float, func: Any) -> Any:
+    """func() on a thread; fails the test (instead of hanging it) when it has not returned in time."""
+    box: list[Any] = []
+    thread = threading.Thread(target=lambda: box.append(func()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert box, "the command still waits on the FIFO"
+    return box[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_is_refused_not_read(tmp_path: Path, ask_db_copy: Path) -> None:
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    for args in (["ingest", fifo, "--db", ask_db_copy], ["import", fifo, "--db", ask_db_copy],
+                 ["ask", "--batch", fifo, "--db", ask_db_copy], ["stats", "--db", fifo]):
+        result = _within(60, lambda args=args: invoke(*args))
+        one_line_error(result, "pipe.json", "not a regular file")

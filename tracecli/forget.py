@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracecli.errors import BadInput, NotFound
-from tracecli.scope import namespace_of, namespaces, resolve_scope
+from tracecli.scope import check_namespace, namespace_of, namespaces, resolve_scope
 from tracecli.store.db import Store, dumps, execute_in, placeholders, utc_now
 from tracecli.text import short_hash
 
@@ -108,6 +108,7 @@ def resolve_messages(store: Store, kind: str, targets: Sequence[str], *, namespa
         raise BadInput(f"name the {kind} to forget")
     if kind == "namespace":
         known = set(namespaces(store))
+        targets = [check_namespace(ns, "namespace") for ns in targets]
         for ns in targets:
             if ns not in known:
                 raise NotFound(f"no namespace '{ns}' in {store.path.name}")
@@ -159,7 +160,8 @@ def _match(store: Store, kind: str, target: str, scope: list[str]) -> list[str]:
         f"SELECT id, conversation_id FROM messages WHERE conversation_id IN ({marks}) AND (id = ? OR source_ref = ?) "
         "ORDER BY conversation_id, seq", [*cids, local, local]).fetchall()
     _one(kind, target, rows)
-    return [rows[0][0]] if rows else []
+    # every message the ref names: files ingested before duplicate ids were refused may hold two
+    return [r[0] for r in rows]
 
 
 def _one(kind: str, target: str, rows: Sequence[Sequence[Any]]) -> None:

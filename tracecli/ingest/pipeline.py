@@ -76,10 +76,18 @@ def note_text(speaker: str, text: str, timestamp: str | None) -> str:
     return f"[{date}] {speaker}: {text}"
 
 
-def _plan(store: Store, conv: ParsedConversation) -> tuple[list[_PendingMessage], int, dict[str, str | None]]:
-    """New messages of `conv` (not yet stored), the count skipped, new session keys → start."""
+def _plan(store: Store, conv: ParsedConversation, name: str) -> tuple[list[_PendingMessage], int, dict[str, str | None]]:
+    """New messages of `conv` (not yet stored), the count skipped, new session keys → start.
+
+    BadInput (naming file `name` and the place) for a new message whose id a stored message of the
+    conversation already has: two messages under one id could not be told apart (`forget message ID`).
+    """
     existing = {
         r[0] for r in store.execute("SELECT content_hash FROM messages WHERE conversation_id = ?", (conv.conversation_id,))
+    }
+    stored_refs = {
+        r[0] for r in store.execute("SELECT source_ref FROM messages WHERE conversation_id = ? AND source_ref IS NOT NULL",
+                                    (conv.conversation_id,))
     }
     known_sessions = {
         r[0] for r in store.execute("SELECT source_id FROM sessions WHERE conversation_id = ?", (conv.conversation_id,))
@@ -97,6 +105,10 @@ def _plan(store: Store, conv: ParsedConversation) -> tuple[list[_PendingMessage]
             if h in existing:
                 skipped += 1
                 continue
+            if msg.source_ref in stored_refs:
+                raise BadInput(f"{name}: {msg.where or 'a message'} has the id '{msg.source_ref}' of a stored message of "
+                               f"conversation '{conv.conversation_id}' with other content; give it a new id (or forget "
+                               "the stored one first)")
             if session.source_id not in known_sessions:
                 new_sessions.setdefault(session.source_id, session.started_at)
             pending.append(
@@ -245,7 +257,7 @@ def ingest_parsed(
     started = time.perf_counter()
     result = IngestResult(file=str(path))
     check_parsed(store, [(path, convs)])
-    plans = [(conv, *_plan(store, conv)) for conv in convs]
+    plans = [(conv, *_plan(store, conv, path.name)) for conv in convs]
     total = sum(len(p[1]) for p in plans)
     bound = store.embedding_model()
     if total and bound is not None and bound[0] != embedder.id:
@@ -257,7 +269,7 @@ def ingest_parsed(
     with store.transaction():
         # planned again under the lock: another ingest of the same file may have written some messages meanwhile
         check_parsed(store, [(path, convs)])
-        plans = [(conv, *_plan(store, conv)) for conv in convs]
+        plans = [(conv, *_plan(store, conv, path.name)) for conv in convs]
         late = [pm for _, pending, _, _ in plans for pm in pending if pm.content_hash not in vectors]
         if late:  # messages removed by a `forget` since the first plan
             vectors.update(zip((pm.content_hash for pm in late), embedder.embed_batch([pm.note_text for pm in late])))
