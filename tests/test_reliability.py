@@ -495,3 +495,66 @@ def test_a_fifo_is_refused_not_read(tmp_path: Path, ask_db_copy: Path) -> None:
                  ["ask", "--batch", fifo, "--db", ask_db_copy], ["stats", "--db", fifo]):
         result = _within(60, lambda args=args: invoke(*args))
         one_line_error(result, "pipe.json", "not a regular file")
+
+
+# -- 8. the LLM path ----------------------------------------------------------------------------------------------------
+
+
+def _llm_env(server: LLMServer, **extra: str) -> dict[str, str]:
+    return {"TRACECLI_LLM_URL": server.url, "TRACECLI_LLM_MODEL": "test-model", "TRACECLI_LLM_API_KEY": "sk-secret-key",
+            **extra}
+
+
+def test_ask_falls_back_to_the_offline_answer_on_llm_errors(llm_server: LLMServer, ask_db_copy: Path) -> None:
+    llm_server.responder = lambda body: error_reply(503, "overloaded")
+    result = invoke("ask", "Where is Alice moving?", "--conversation", ALICE, "--json", "--db", ask_db_copy,
+                    env=_llm_env(llm_server, TRACECLI_LLM_DEADLINE="1"))
+    no_traceback(result)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert "Porto" in out["answer"] and out["support"].startswith("fallback:")
+    assert "warning: the LLM's answer could not be used" in result.stderr
+    assert llm_server.requests, "the LLM was asked first"
+    assert "sk-secret-key" not in result.output
+
+
+def test_an_oversized_reply_is_not_read_whole_nor_sent_back(llm_server: LLMServer, ask_db_copy: Path) -> None:
+    huge = chat_reply("x" * 3_000_000)
+    llm_server.responder = lambda body: huge
+    result = invoke("ask", "Where is Alice moving?", "--conversation", ALICE, "--json", "--db", ask_db_copy,
+                    env=_llm_env(llm_server))
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["support"].startswith("fallback:") and "at most 1,000,000" in result.stderr
+    assert 1 <= len(llm_server.requests) <= 2  # the call and one corrective retry
+    assert all(len(json.dumps(r.body)) < 200_000 for r in llm_server.requests)  # the reply was never echoed
+
+
+def test_the_llm_timeout_and_deadline_come_from_the_environment(llm_server: LLMServer, ask_db_copy: Path) -> None:
+    slow = Scripted(status=200, body=json_reply({"answer": "x"}).body, delay=1.5,
+                    headers={"Content-Type": "application/json"})
+    llm_server.responder = lambda body: slow
+    result = invoke("ask", "Where is Alice moving?", "--conversation", ALICE, "--json", "--db", ask_db_copy,
+                    env=_llm_env(llm_server, TRACECLI_LLM_TIMEOUT="0.2", TRACECLI_LLM_DEADLINE="0.3"))
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["support"].startswith("fallback:")
+    assert "within 0.3 s" in result.stderr
+    assert len(llm_server.requests) == 1  # the deadline left no time for a retry
+
+
+@pytest.mark.parametrize("url", ["https//user:sk-secret-key@example.invalid/v1", "user:sk-secret-key@example.invalid/v1",
+                                 "ftp://user:sk-secret-key@example.invalid/v1"])
+def test_a_mistyped_llm_url_never_prints_the_key(ask_db_copy: Path, url: str) -> None:
+    result = invoke("ask", "Where is Alice moving?", "--db", ask_db_copy,
+                    env={"TRACECLI_LLM_URL": url, "TRACECLI_LLM_MODEL": "m", "TRACECLI_LLM_API_KEY": "sk-secret-key"})
+    err = one_line_error(result, "TRACECLI_LLM_URL", "http(s) URL")
+    assert "sk-secret" not in err and "user:" not in err
+
+
+def test_error_lines_never_carry_the_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracecli.redact import redact
+
+    monkeypatch.setenv("TRACECLI_LLM_API_KEY", "sk-abcdef123")
+    assert redact("failed: Bearer sk-abcdef123 at https//u:pw@host/v1 for alice@example.com") == \
+        "failed: Bearer *** at https//***@host/v1 for alice@example.com"

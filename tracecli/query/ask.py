@@ -74,7 +74,7 @@ class AskResult:
     timing_ms: dict[str, float]
     namespace: str = DEFAULT_NAMESPACE
     confidence: float = 0.0  # 0–1: how well the answer is grounded
-    support: str = "none"  # chain | frame | sentence | none
+    support: str = "none"  # chain | frame | sentence | llm | fallback:<chain|frame|sentence> | none
     warnings: list[str] = field(default_factory=list)  # what went wrong around the answer (printed on stderr)
 
 
@@ -276,12 +276,17 @@ class Asker:
                 answer = Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
             context, shown_paths = self._context(scope, shape, answer, paths, hits, budget, as_of_iso, relevance, question)
         warnings: list[str] = []
+        support = "none" if answer.abstained else answer.support
         if self.llm is not None and getattr(self.llm, "is_available", False):
-            from tracecli.query.llm_answer import answer_with_llm
+            from tracecli.query.llm_answer import llm_answer
 
             with llm_scope(self.llm, where):
-                answer = answer_with_llm(self.llm, question, shape, context, answer)
-        support = "none" if answer.abstained else answer.support
+                answer, problem = llm_answer(self.llm, question, shape, context, answer)
+            if problem is not None:
+                warnings.append(f"the LLM's answer could not be used ({problem}); this is the offline answer")
+                support = "none" if answer.abstained else f"fallback:{answer.support}"
+            else:
+                support = "none" if answer.abstained else "llm"
         timing["answer"] = _ms(t)
         timing["total"] = _ms(t0)
         refs = list(dict.fromkeys(answer.source_refs))
