@@ -497,6 +497,54 @@ def test_a_fifo_is_refused_not_read(tmp_path: Path, ask_db_copy: Path) -> None:
         one_line_error(result, "pipe.json", "not a regular file")
 
 
+# -- 7. wiki export ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_folders_db(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
+    """One small conversation stored as 'a/b' and as 'a_b', with their wikis."""
+    tmp = tmp_path_factory.mktemp("folders")
+    db = tmp / "trace.db"
+    src = write_json(tmp / "c.json", {"messages": messages("I'm moving to Porto next month.", "I adopted a cat called Miso.")})
+    for cid in ("a/b", "a_b"):
+        assert invoke("ingest", src, "--conversation", cid, "--db", db).exit_code == 0
+    for args in (["build-graph"], ["compile-wiki"]):
+        assert invoke(*args, "--db", db).exit_code == 0
+    return db
+
+
+def test_wiki_export_gives_each_conversation_its_own_folder(two_folders_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "wiki"
+    result = invoke("wiki", "export", out, "--db", two_folders_db, "--json")
+    assert result.exit_code == 0, result.output
+    files = json.loads(result.stdout)["files"]
+    listed = {f["path"] for f in files}
+    assert len(listed) == len(files) == len(list(out.rglob("*.md")))
+    assert len({Path(p).parent for p in listed}) == 2
+
+
+def test_wiki_export_writes_nothing_through_a_planted_link(two_folders_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "wiki"
+    assert invoke("wiki", "export", out, "--db", two_folders_db).exit_code == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    page = next(out.rglob("index.md"))
+    page.unlink()
+    page.symlink_to(victim)
+    one_line_error(invoke("wiki", "export", out, "--db", two_folders_db), "symbolic link")
+    assert victim.read_text() == "keep me"
+    page.unlink()
+    folder = page.parent
+    for f in folder.iterdir():
+        f.unlink()
+    folder.rmdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder.symlink_to(elsewhere, target_is_directory=True)
+    one_line_error(invoke("wiki", "export", out, "--db", two_folders_db), "symbolic link")
+    assert list(elsewhere.iterdir()) == []
+
+
 # -- 8. the LLM path ----------------------------------------------------------------------------------------------------
 
 

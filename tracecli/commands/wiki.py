@@ -174,11 +174,11 @@ def wiki_export_cmd(
         render.emit_json({"directory": str(directory), "files": [
             {"conversation_id": c, "slug": s, "path": str(p)} for c, s, p in written]})
         return
-    per: dict[str, int] = {}
-    for c, _, _ in written:
-        per[c] = per.get(c, 0) + 1
-    render.show(render.table(f"exported to {directory}", ["conversation", "pages", "folder"],
-                             [[c, n, str(Path(directory) / c)] for c, n in per.items()]))
+    per: dict[str, list[Path]] = {}
+    for c, _, path in written:
+        per.setdefault(c, []).append(path)
+    render.show(render.table(f"exported to {directory}", ["conversation", "files written", "folder"],
+                             [[c, len(paths), str(paths[0].parent)] for c, paths in per.items()]))
 
 
 # -- claims history --------------------------------------------------------------------------------
