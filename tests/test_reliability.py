@@ -606,3 +606,15 @@ def test_error_lines_never_carry_the_api_key(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("TRACECLI_LLM_API_KEY", "sk-abcdef123")
     assert redact("failed: Bearer sk-abcdef123 at https//u:pw@host/v1 for alice@example.com") == \
         "failed: Bearer *** at https//***@host/v1 for alice@example.com"
+
+
+# -- 9. LIKE wildcards -------------------------------------------------------------------------------------------------
+
+
+def test_claims_history_wildcards_match_only_themselves(two_folders_db: Path) -> None:
+    assert invoke("claims", "history", "Porto", "--db", two_folders_db).exit_code == 0
+    for query in ("%", "_", "%%", "%_%"):
+        result = invoke("claims", "history", query, "--db", two_folders_db, "--json")
+        no_traceback(result)
+        assert result.exit_code in (1, 2), (query, result.output)
+        assert result.stdout == "", query

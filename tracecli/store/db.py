@@ -412,6 +412,11 @@ def placeholders(values: Sequence[Any]) -> str:
     return ",".join("?" * len(values))
 
 
+def like_escape(text: str) -> str:
+    """`text` for a LIKE pattern written with `ESCAPE '\\'`: its %, _ and \\ match only themselves."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 #: values bound per statement by `execute_in` (SQLite allows 32,766 parameters; short lists keep plans simple)
 IN_CHUNK = 500
 
@@ -435,4 +440,5 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["Store", "open_store", "utc_now", "dumps", "placeholders", "execute_in", "MIGRATION_SET"]
+__all__ = ["Store", "open_store", "read_store", "store_failure", "utc_now", "dumps", "placeholders", "like_escape", "execute_in", "MIGRATION_SET",
+           "ASIDE_WAIT"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from tracecli.errors import BadInput, NotFound
 from tracecli.scope import resolve_scope
-from tracecli.store.db import Store, placeholders
+from tracecli.store.db import Store, like_escape, placeholders
 from tracecli.text import fts_query, short_hash
 
 RRF_K = 60
@@ -128,10 +128,10 @@ def claims_for_refs(store: Store, refs: Sequence[str], conversation_ids: Sequenc
         (*convs, *refs, *refs))]
     if not mids:
         return []
-    hit = " OR ".join("c.source_message_ids LIKE ?" for _ in mids)
+    hit = " OR ".join("c.source_message_ids LIKE ? ESCAPE '\\'" for _ in mids)
     rows = store.query(
         f"SELECT c.* FROM claims c WHERE c.conversation_id IN ({cm}) AND ({hit}) ORDER BY c.conversation_id, c.idx",
-        (*convs, *[f'%"{m}"%' for m in mids]),
+        (*convs, *[f'%"{like_escape(m)}"%' for m in mids]),
     )
     for r in rows:
         ops = store.query(
