@@ -193,6 +193,42 @@ def test_ask_answers_on_a_read_only_file(ask_db_copy: Path, monkeypatch: pytest.
     assert ask_db_copy.read_bytes() == before
 
 
+def test_an_answer_whose_sources_were_forgotten_meanwhile_is_not_stored(ask_db_copy: Path, embedder: Any,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracecli.forget import forget
+    from tracecli.query.ask import Asker
+
+    record = Asker._record
+
+    def forget_first(self: Asker, scope: Any, result: Any) -> None:
+        # another command forgets the answer's evidence after the question read its snapshot
+        with open_store(ask_db_copy, create=False) as other:
+            forget(other, "message", result.source_refs[:1], namespace="default", conversation_id=ALICE)
+        record(self, scope, result)
+
+    monkeypatch.setattr(Asker, "_record", forget_first)
+    with open_store(ask_db_copy, create=False) as store:
+        res = Asker(store, embedder=embedder).ask("Where is Alice moving?", conversation_id=ALICE)
+        assert store.execute("SELECT COUNT(*) FROM answers WHERE id = ?", (res.answer_id,)).fetchone()[0] == 0
+    assert any("forgotten meanwhile" in w for w in res.warnings), res.warnings
+    assert invoke("audit", "--strict", "--db", ask_db_copy).exit_code == 0
+
+
+def test_forget_warns_instead_of_failing_when_it_cannot_rewrite_the_file_after_its_commit(ask_db_copy: Path) -> None:
+    from tracecli.forget import _scrub
+
+    holder = store_db._connect(ask_db_copy)
+    holder.execute("BEGIN IMMEDIATE")  # another command started writing right after the forget committed
+    try:
+        with open_store(ask_db_copy, create=False, busy_timeout=0.1) as store:
+            warnings: list[str] = []
+            assert _scrub(store, True, warnings) is False
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert len(warnings) == 1 and "not rewritten" in warnings[0] and "another command is writing" in warnings[0]
+
+
 def test_a_writer_that_read_first_is_not_failed_by_another_commit(ask_db_copy: Path) -> None:
     """compile-wiki reads, then writes, in one transaction; an `ask` storing its answer meanwhile used to fail it."""
     reading, errors = threading.Event(), []

@@ -314,7 +314,11 @@ class Asker:
             with self.store.transaction(wait=ASIDE_WAIT):
                 if vectors is not None:
                     vectors.flush()
-                if result is not None:
+                gone = [] if result is None else _forgotten_sources(self.store, result, scope.conversation_ids)
+                if gone:  # a `forget` committed after this question's snapshot: its record must not cite them
+                    result.warnings.append(f"the answer was not stored: message(s) it cites were forgotten meanwhile "
+                                           f"({', '.join(gone[:5])})")
+                elif result is not None:
                     save_answer(self.store, result, scope.conversation_ids)
         except (StoreError, sqlite3.OperationalError) as exc:
             if vectors is not None:
@@ -645,6 +649,26 @@ def _as_datetime(value: str | dt.datetime | None) -> dt.datetime | None:
 
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
+
+
+def _forgotten_sources(store: Store, result: AskResult, conversation_ids: Sequence[str]) -> list[str]:
+    """The message refs an answer cites (its sources and context items) that no message of its conversations has now."""
+    cids = set(conversation_ids)
+    wanted: dict[str, str] = {}  # the ref as written → the id or source ref to look for
+    for ref in dict.fromkeys([*result.source_refs, *(r for item in result.context for r in item.source_refs)]):
+        if ref.startswith(("cl_", "wp_", "tr_", "sn_")):
+            continue  # claims, pages, trajectories, snapshots: not messages
+        owner = next((c for c in cids if ref.startswith(f"{c}:")), None)  # "conversation:ref" in a multi-conversation answer
+        wanted[ref] = ref[len(owner) + 1:] if owner else ref
+    if not wanted or not cids:
+        return []
+    looked = list(dict.fromkeys(wanted.values()))
+    found: set[str] = set()
+    for mid, sref in store.execute(
+            f"SELECT id, source_ref FROM messages WHERE conversation_id IN ({placeholders(list(cids))}) "
+            f"AND (id IN ({placeholders(looked)}) OR source_ref IN ({placeholders(looked)}))", [*cids, *looked, *looked]):
+        found.update((mid, sref))
+    return [ref for ref, local in wanted.items() if local not in found]
 
 
 def save_answer(store: Store, result: AskResult, conversation_ids: Sequence[str]) -> None:
