@@ -9,6 +9,7 @@ those characters instead (`tracecli.text.json_text`): the same value, safe on a 
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from tracecli.text import json_text, strip_controls
 __all__ = ["strip_controls"]  # re-exported for the command modules
 
 err = Console(stderr=True, highlight=False)
+# what would break a one-line message in a terminal or a log (user text inside an error can hold any of them)
+_LINE_BREAKS = re.compile("[\n\t\u2028\u2029]")
 
 
 def plain(value: Any, style: str = "") -> Text:
@@ -58,18 +61,21 @@ def emit_json_line(value: Any) -> None:
     sys.stdout.flush()
 
 
-def error_line(message: str) -> None:
-    """One line on stderr for a failure the user can act on (API keys and URL credentials redacted)."""
+def _one_line(message: str) -> str:
+    """`message` safe to print as one line: secrets redacted, markup escaped, control characters and line breaks gone."""
     from tracecli.redact import redact
 
-    err.print(f"[bold red]error:[/] {safe(redact(message))}", markup=True, soft_wrap=True)
+    return safe(_LINE_BREAKS.sub(" ", redact(message)))
+
+
+def error_line(message: str) -> None:
+    """One line on stderr for a failure the user can act on (API keys and URL credentials redacted)."""
+    err.print(f"[bold red]error:[/] {_one_line(message)}", markup=True, soft_wrap=True)
 
 
 def warning_line(message: str) -> None:
     """One line on stderr for something the user should know although the command succeeded."""
-    from tracecli.redact import redact
-
-    err.print(f"[yellow]warning:[/] {safe(redact(message))}", markup=True, soft_wrap=True)
+    err.print(f"[yellow]warning:[/] {_one_line(message)}", markup=True, soft_wrap=True)
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
@@ -179,8 +185,8 @@ def paths_table(title: str, paths: list[Any], score_key: str = "score") -> Any:
 
 
 def stdout_text(text: str) -> None:
-    """A line of user text on stdout: as stored in a pipe or file, without control characters on a terminal."""
-    sys.stdout.write((strip_controls(text) if sys.stdout.isatty() else text) + "\n")
+    """A line of user text on stdout, without control characters (`--json` carries the stored text)."""
+    sys.stdout.write(strip_controls(text) + "\n")
     sys.stdout.flush()
 
 

@@ -51,6 +51,11 @@ def guarded(func: F) -> F:
         except KeyboardInterrupt:
             render.error_line("interrupted; nothing from the unfinished step was written")
             raise typer.Exit(130) from None
+        except UnicodeEncodeError:
+            # a lone surrogate: what bytes that are not UTF-8 in a command line become; SQLite cannot take it
+            render.error_line("an argument holds text that is not valid Unicode (bytes that are not UTF-8); "
+                              "write it in UTF-8")
+            raise typer.Exit(2) from None
         except (UnicodeDecodeError, _sqlite_error()) as exc:
             # the database failed under a query (another command holding the lock past the busy
             # timeout, a damaged page): one line naming the file, like every other error

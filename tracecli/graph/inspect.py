@@ -339,7 +339,7 @@ def _xml_text(value: Any, kind: str) -> str:
         return repr(float(value))
     if kind == "int":
         return str(int(value))
-    return _XML_INVALID.sub("", str(value))
+    return strip_controls(_XML_INVALID.sub("", str(value)))  # also DEL and C1: valid XML, but they act on a terminal
 
 
 def to_graphml(export: GraphExport) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from tracecli.errors import BadInput
 from tracecli.scope import DEFAULT_NAMESPACE, check_namespace
 from tracecli.ingest.model import ParsedConversation, ParsedMessage, ParsedSession
+from tracecli.jsonio import parse_json
 from tracecli.text import strip_controls
 from tracecli.timeutil import iso, parse_iso, parse_timestamp
 
@@ -68,7 +69,7 @@ class _Ctx:
         if not value.strip():
             raise self.fail(where, "is blank")
         if strip_controls(value) != value:
-            raise self.fail(where, f"{strip_controls(value)!r} holds a control character")
+            raise self.fail(where, f"{strip_controls(value)!r} holds a control character or a lone surrogate")
         self.check_size(value, where)
         return value
 
@@ -123,41 +124,6 @@ def read_text(path: Path) -> str:
     if not text.strip():
         raise BadInput(f"{path.name}: the file is empty")
     return text
-
-
-#: How deeply JSON may nest (chat formats need about 8 levels; Python's parser fails near 1,000).
-MAX_JSON_DEPTH = 200
-
-
-def parse_json(text: str, name: str, where: str = "") -> Any:
-    """One JSON value, or BadInput naming the file, the place and the problem (nesting deeper than MAX_JSON_DEPTH too)."""
-    place = f"{where}: " if where else ""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if where:
-            raise BadInput(f"{name}: {where} is not valid JSON ({exc.msg})") from None
-        raise BadInput(f"{name}: malformed JSON at line {exc.lineno} column {exc.colno} ({exc.msg})") from None
-    except RecursionError:
-        raise BadInput(f"{name}: {place}JSON nests deeper than {MAX_JSON_DEPTH} levels") from None
-    if _depth(value) > MAX_JSON_DEPTH:
-        raise BadInput(f"{name}: {place}JSON nests deeper than {MAX_JSON_DEPTH} levels")
-    return value
-
-
-def _depth(value: Any) -> int:
-    """How deeply `value` nests (without recursion, so any depth the JSON parser accepted is measured)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if depth > MAX_JSON_DEPTH:
-            break
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return deepest
 
 
 def load_document(path: Path, text: str) -> tuple[Any, bool]:
@@ -526,8 +492,8 @@ def _create_time(node: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else 0.0
 
 
-def _chatgpt_branch(mapping: dict[str, Any], current: str | None) -> list[dict[str, Any]]:
-    """The nodes on the current branch, root first."""
+def _chatgpt_branch(mapping: dict[str, Any], current: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """(key, node) of the nodes on the current branch, root first."""
     if current is None or current not in mapping:
         # No pointer to the current node: take the latest leaf.
         leaves = [k for k, v in mapping.items() if isinstance(v, dict) and not v.get("children")]
@@ -539,7 +505,7 @@ def _chatgpt_branch(mapping: dict[str, Any], current: str | None) -> list[dict[s
         node = mapping[current]
         if not isinstance(node, dict):
             break
-        chain.append(node)
+        chain.append((current, node))
         current = node.get("parent")
     return list(reversed(chain))
 
@@ -555,11 +521,11 @@ def _parse_chatgpt(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
         if current is not None and not isinstance(current, str):
             raise ctx.fail(f"{where}.current_node", f"is {value_kind(current)}, expected a node id")
         msgs = []
-        for node in _chatgpt_branch(item["mapping"], current):
+        for key, node in _chatgpt_branch(item["mapping"], current):
             message = node.get("message")
             if message is None:
                 continue
-            mwhere = f"{where}.mapping[{strip_controls(str(node.get('id', '?')))!r}]"
+            mwhere = f"{where}.mapping[{strip_controls(key)[:40]!r}]"
             if not isinstance(message, dict):
                 raise ctx.fail(f"{mwhere}.message", f"is {value_kind(message)}, expected an object")
             author = message.get("author")

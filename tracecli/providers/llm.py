@@ -27,8 +27,10 @@ from urllib.parse import urlsplit
 
 from tracecli.errors import ProviderError
 from tracecli.providers.jsonschema import ReplyInvalid, Schema, parse_json_reply, schema_error, validate_reply
+from tracecli.jsonio import tree_problem
 from tracecli.redact import redact_url
 from tracecli.scope import Scope
+from tracecli.text import has_surrogate
 from tracecli.store.db import Store, dumps, utc_now
 
 if TYPE_CHECKING:
@@ -483,12 +485,16 @@ class OpenAIChatModel:
             return "", None, str(exc)
         if text is None:
             return "", None, "the endpoint's reply is not a chat completion"
+        if has_surrogate(text):  # not Unicode: it could be neither sent back nor stored
+            return "", None, "the reply holds a lone surrogate, which is not Unicode"
         if schema is None:
             return text, None, None
         try:
-            return text, validate_reply(text, schema), None
+            value = validate_reply(text, schema)
         except ReplyInvalid as exc:
             return text, None, str(exc)
+        problem = tree_problem(value)
+        return (text, value, None) if problem is None else (text, None, f"the reply's JSON: {problem}")
 
     def _finish(self, prep: _Prepared, outcome: _Outcome) -> LLMResult:
         result = outcome.result

@@ -29,7 +29,7 @@ from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
 from tracecli.query.vectors import EventVectors
 from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, resolve_scope
 from tracecli.store.db import ASIDE_WAIT, Store, dumps, placeholders, utc_now
-from tracecli.text import content_words, count_tokens, short_hash
+from tracecli.text import content_words, count_tokens, has_surrogate, short_hash
 from tracecli.timeutil import parse_iso, parse_user_date
 
 
@@ -233,6 +233,8 @@ class Asker:
         """
         if not question or not question.strip():
             raise BadInput("the question is empty")
+        if has_surrogate(question):
+            raise BadInput("the question holds text that is not valid Unicode (bytes that are not UTF-8)")
         t0 = time.perf_counter()
         timing: dict[str, float] = {}
         settings = self.settings

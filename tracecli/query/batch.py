@@ -18,7 +18,8 @@ class BatchItem:
 def read_batch(path: Path) -> list[BatchItem]:
     """Parse and validate the whole file before answering anything."""
     # here, not at the top: `tracecli.ingest` loads the ingest pipeline, which `ask` does not need
-    from tracecli.ingest.formats import parse_json, read_text
+    from tracecli.ingest.formats import read_text
+    from tracecli.jsonio import parse_json
     from tracecli.timeutil import parse_user_date
 
     items = []
