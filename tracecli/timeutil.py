@@ -51,11 +51,11 @@ def _zone(name: str | None, offset: int | None) -> dt.tzinfo | None:
 def _parse_text(text: str, default: dt.datetime, *, whole: bool) -> dt.datetime:
     """dateutil's reading of `text` with the known zones; with `whole`, ValueError unless it names year, month and day."""
     if _POSIX_OFFSET.search(text):
-        raise ValueError(f"'{text}': an offset after GMT or UTC is ambiguous (POSIX reads GMT+3 as UTC-3); "
+        raise ValueError(f"{text!r}: an offset after GMT or UTC is ambiguous (POSIX reads GMT+3 as UTC-3); "
                          "write it as +03:00")
     value = _dateutil(text, default)
     if whole and value.date() != _dateutil(text, dt.datetime(2002, 2, 2)).date():
-        raise ValueError(f"'{text}' has no full date (year, month and day)")
+        raise ValueError(f"{text!r} has no full date (year, month and day)")
     return value
 
 
@@ -63,10 +63,10 @@ def _dateutil(text: str, default: dt.datetime) -> dt.datetime:
     try:
         return du_parser.parse(text, default=default, tzinfos=_zone)
     except _UnknownZone as exc:
-        raise ValueError(f"'{text}': unknown or ambiguous time zone '{exc}'; write the offset, e.g. "
+        raise ValueError(f"{text!r}: unknown or ambiguous time zone {str(exc)!r}; write the offset, e.g. "
                          "2024-03-01T12:00:00-08:00") from None
     except (OverflowError, TypeError, ValueError):
-        raise ValueError(f"'{text}' is not a date I can read") from None
+        raise ValueError(f"{text!r} is not a date I can read") from None
 
 
 def parse_timestamp(value: object) -> str:
@@ -99,4 +99,4 @@ def parse_user_date(text: str) -> dt.datetime:
     try:
         return value.astimezone(dt.timezone.utc)
     except OverflowError:
-        raise ValueError(f"'{text}' lies outside the years 1–9999 once moved to UTC") from None
+        raise ValueError(f"{text!r} lies outside the years 1–9999 once moved to UTC") from None
