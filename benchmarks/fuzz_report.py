@@ -57,17 +57,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="cases per group, as a multiple of the test suite's")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: a new one, printed)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="rounds of the concurrency scenario (ask and stats while compile-wiki, forget and two ingests run)")
     args = parser.parse_args()
     for var in ("TRACECLI_LLM_URL", "TRACECLI_LLM_MODEL", "TRACECLI_LLM_API_KEY", "OPENAI_API_KEY", "TRACECLI_DB",
                 "TRACECLI_NAMESPACE", "TRACECLI_EMBEDDER"):
         os.environ.pop(var, None)  # offline, like the test suite
     rng_seed = args.seed if args.seed is not None else random.randrange(2**31)
 
+    from concurrency_case import run_concurrently
     from fuzz_cases import GROUPS, Lab
 
     from tracecli.providers.embeddings import get_embedder
 
-    get_embedder()  # loaded once; every CLI call in the run reuses it
+    embedder = get_embedder()  # loaded once; every CLI call in the run reuses it
     started = time.perf_counter()
     lab = Lab()
     rows, all_failures = [], []
@@ -77,6 +80,17 @@ def main() -> int:
             tried, held, outcomes, failures = run_group(group, lab, max(1, round(group.examples * args.scale)), rng_seed)
             rows.append((group.name, tried, held, time.perf_counter() - t0, outcomes))
             all_failures.extend(f"{group.name}: {f}" for f in failures)
+        t0, held, reads = time.perf_counter(), 0, Counter[str]()
+        for n in range(args.rounds):
+            folder = lab.root / f"concurrent{n}"
+            folder.mkdir()
+            try:
+                reads.update(run_concurrently(folder, embedder))
+                held += 1
+            except Exception as exc:  # noqa: BLE001
+                all_failures.append(f"concurrent commands: {type(exc).__name__}: {str(exc)[:300]}")
+        reads = Counter({f"{k} rounds meanwhile": v for k, v in reads.items()})
+        rows.append(("concurrent commands", args.rounds, held, time.perf_counter() - t0, reads))
     finally:
         lab.close()
 
