@@ -602,6 +602,22 @@ def test_ask_falls_back_to_the_offline_answer_on_llm_errors(llm_server: LLMServe
     assert "sk-secret-key" not in result.output
 
 
+def test_ask_with_an_llm_answers_on_a_read_only_file(llm_server: LLMServer, ask_db_copy: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LLM cache and ledger are records too: a file that cannot take them does not fail the question."""
+    monkeypatch.setattr(store_db, "_writable", lambda path: False)
+    llm_server.responder = lambda body: json_reply({"answer": "Porto", "abstain": False, "cited_refs": ["s3-m6"]})
+    before = ask_db_copy.read_bytes()
+    result = invoke("ask", "Where is Alice moving?", "--conversation", ALICE, "--json", "--db", ask_db_copy,
+                    env=_llm_env(llm_server))
+    no_traceback(result)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["answer"] == "Porto" and out["support"] == "llm"
+    assert "the answer was not stored (the file is read-only)" in result.stderr
+    assert ask_db_copy.read_bytes() == before
+
+
 def test_an_oversized_reply_is_not_read_whole_nor_sent_back(llm_server: LLMServer, ask_db_copy: Path) -> None:
     huge = chat_reply("x" * 3_000_000)
     llm_server.responder = lambda body: huge

@@ -25,13 +25,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from urllib.parse import urlsplit
 
-from tracecli.errors import ProviderError
+import pysqlite3.dbapi2 as sqlite3
+
+from tracecli.errors import ProviderError, StoreError
 from tracecli.providers.jsonschema import ReplyInvalid, Schema, parse_json_reply, schema_error, validate_reply
 from tracecli.jsonio import tree_problem
 from tracecli.redact import redact_url
 from tracecli.scope import Scope
 from tracecli.text import has_surrogate
-from tracecli.store.db import Store, dumps, utc_now
+from tracecli.store.db import ASIDE_WAIT, Store, dumps, utc_now
 
 if TYPE_CHECKING:
     # imported where a request is made: httpx costs ~70 ms at start-up, and the
@@ -500,44 +502,52 @@ class OpenAIChatModel:
         result = outcome.result
         result.latency_ms = (time.perf_counter() - prep.started) * 1000.0
         if self.store is not None:
-            scope = prep.scope
-            conversations = sorted(set(scope.conversation_ids)) if scope is not None else []
-            with _STORE_LOCK, self.store.transaction():
-                if result.ok and not result.cache_hit:
-                    self.store.db.table("llm_cache").insert(
-                        {
-                            "key": prep.key,
-                            "model": self.model,
-                            "schema_hash": prep.schema_hash,
-                            "prompt_hash": prep.prompt_hash,
-                            "reply": result.text,
-                            "created_at": utc_now(),
-                            "namespace": scope.namespace if scope is not None else None,
-                            "conversation_ids": dumps(conversations),
-                        },
-                        pk="key",
-                        replace=True,
-                    )
-                elif result.cache_hit and not set(conversations) <= set(prep.cached_conversations):
-                    # the same prompt from another conversation of the namespace: `forget` of either drops it
-                    merged = sorted(set(conversations) | set(prep.cached_conversations))
-                    self.store.execute("UPDATE llm_cache SET conversation_ids = ? WHERE key = ?", (dumps(merged), prep.key))
-                self.store.db.table("llm_ledger").insert(
-                    {
-                        "stage": result.stage,
-                        "model": self.model,
-                        "tokens_in": result.tokens_in,
-                        "tokens_out": result.tokens_out,
-                        "latency_ms": round(result.latency_ms, 3),
-                        "cache_hit": int(result.cache_hit),
-                        "fallback": int(result.fallback),
-                        "ok": int(result.ok),
-                        "created_at": utc_now(),
-                    }
-                )
+            try:
+                self._record(self.store, prep, result)
+            except (StoreError, sqlite3.OperationalError) as exc:
+                # the cache and the ledger are records: a busy or read-only file costs them, not the reply
+                logger.info("LLM reply for stage %s not recorded: %s", prep.stage, exc)
         if outcome.error is not None:
             raise outcome.error
         return result
+
+    def _record(self, store: Store, prep: _Prepared, result: LLMResult) -> None:
+        """Cache the reply and add the call to the ledger (inside the caller's transaction, or briefly waiting for one)."""
+        scope = prep.scope
+        conversations = sorted(set(scope.conversation_ids)) if scope is not None else []
+        with _STORE_LOCK, store.transaction(wait=ASIDE_WAIT):
+            if result.ok and not result.cache_hit:
+                store.db.table("llm_cache").insert(
+                    {
+                        "key": prep.key,
+                        "model": self.model,
+                        "schema_hash": prep.schema_hash,
+                        "prompt_hash": prep.prompt_hash,
+                        "reply": result.text,
+                        "created_at": utc_now(),
+                        "namespace": scope.namespace if scope is not None else None,
+                        "conversation_ids": dumps(conversations),
+                    },
+                    pk="key",
+                    replace=True,
+                )
+            elif result.cache_hit and not set(conversations) <= set(prep.cached_conversations):
+                # the same prompt from another conversation of the namespace: `forget` of either drops it
+                merged = sorted(set(conversations) | set(prep.cached_conversations))
+                store.execute("UPDATE llm_cache SET conversation_ids = ? WHERE key = ?", (dumps(merged), prep.key))
+            store.db.table("llm_ledger").insert(
+                {
+                    "stage": result.stage,
+                    "model": self.model,
+                    "tokens_in": result.tokens_in,
+                    "tokens_out": result.tokens_out,
+                    "latency_ms": round(result.latency_ms, 3),
+                    "cache_hit": int(result.cache_hit),
+                    "fallback": int(result.fallback),
+                    "ok": int(result.ok),
+                    "created_at": utc_now(),
+                }
+            )
 
     # -- HTTP ----------------------------------------------------------------------
     def _timeout(self, remaining: float | None = None) -> httpx.Timeout:
