@@ -316,12 +316,13 @@ class Asker:
             with self.store.transaction(wait=ASIDE_WAIT):
                 if vectors is not None:
                     vectors.flush()
-                gone = [] if result is None else _forgotten_sources(self.store, result, scope.conversation_ids)
-                if gone:  # a `forget` committed after this question's snapshot: its record must not cite them
-                    result.warnings.append(f"the answer was not stored: message(s) it cites were forgotten meanwhile "
-                                           f"({', '.join(gone[:5])})")
-                elif result is not None:
-                    save_answer(self.store, result, scope.conversation_ids)
+                if result is not None:
+                    gone = _forgotten_sources(self.store, result, scope.conversation_ids)
+                    if gone:  # a `forget` committed after this question's snapshot: its record must not cite them
+                        result.warnings.append(f"the answer was not stored: message(s) it cites were forgotten "
+                                               f"meanwhile ({', '.join(gone[:5])})")
+                    else:
+                        save_answer(self.store, result, scope.conversation_ids)
         except (StoreError, sqlite3.OperationalError) as exc:
             if vectors is not None:
                 vectors.pending.clear()  # they stay in memory for this process; the next write may keep them
