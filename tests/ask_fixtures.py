@@ -29,7 +29,7 @@ LENA = "lena-omar-flat"
 MAYA = "maya-sam-project"
 
 ASK_KEYS = {"answer_id", "question", "answer", "abstained", "plan", "as_of", "source_refs", "context", "paths", "timing_ms", "confidence", "support",
-            "namespace"}
+            "warnings", "namespace"}
 CONTEXT_KEYS = {"kind", "text", "source_refs", "score"}
 CONTEXT_KINDS = {"note", "path", "claim", "wiki"}
 PATH_KEYS = {"score", "signals", "steps", "answer"}

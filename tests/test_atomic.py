@@ -150,10 +150,11 @@ def test_kill_during_the_first_ingest(tmp_path: Path) -> None:
 
     after = snapshot(db)
     assert after["integrity"] == [("ok",)]
-    # Only the committed schema remains: no rows, no model binding, no vector table.
-    assert after["counts"] == {"meta": 0, "conversations": 0, "sessions": 0, "messages": 0, "notes": 0, "notes_fts": 0,
+    # Only the committed schema and the row that marks the file as tracecli's remain: no model binding, no
+    # vector table.
+    assert after["counts"] == {"meta": 1, "conversations": 0, "sessions": 0, "messages": 0, "notes": 0, "notes_fts": 0,
                                "_sqlite_migrations": after["counts"]["_sqlite_migrations"]}
-    assert after["messages"] == [] and after["meta"] == []
+    assert after["messages"] == [] and after["meta"] == [("application", "tracecli")]
     assert "note_vectors" not in after["tables"]
 
     run_child(db, FIXTURES / "locomo.json")

@@ -87,6 +87,7 @@ def ingest_cmd(
     from tracecli.store import open_store
 
     parsed = parse_inputs(files, fmt, conversation_id=conversation, namespace=namespace, gap_hours=gap_hours)
+    check_parsed(None, parsed)  # clashes between the files refused before the database is opened (or made)
     store = open_store(db)
     try:
         check_parsed(store, parsed)
@@ -171,19 +172,23 @@ def ask_cmd(
     if (question is None) == (batch is None):
         raise BadInput("give a QUESTION or --batch FILE (not both)")
     items = read_batch(batch) if batch is not None else None
-    with open_store(db, create=False) as store:
+    # ask reads (it never creates or upgrades a file); storing its answer is a record, not its purpose
+    with open_store(db, create=False, upgrade=False) as store:
         asker = Asker(store, llm=chat_model(store), settings=AskSettings(ablate=frozenset(check_ablations(ablate))))
         if items is not None:
             for item in items:
                 res = asker.ask(item.question, conversation_id=item.conversation or conversation,
                                 as_of=item.as_of or as_of, budget=budget, namespace=namespace)
                 render.emit_json_line(res)
+                render.warnings(res.warnings)
             return
         result = asker.ask(question or "", conversation_id=conversation, as_of=as_of, budget=budget, namespace=namespace)
     if as_json:
         render.emit_json(result)
     else:
         render.ask_result(result)
+    if as_json:
+        render.warnings(result.warnings)
     if result.abstained:
         raise typer.Exit(1)
 
@@ -204,9 +209,9 @@ def trace_cmd(
     asked in the same namespace are found.
     """
     from tracecli.query.trace import trace_answer
-    from tracecli.store import open_store
+    from tracecli.store import read_store
 
-    with open_store(db, create=False) as store:
+    with read_store(db) as store:
         result = trace_answer(store, answer_id, namespace=namespace)
     if as_json:
         render.emit_json(result)
@@ -218,9 +223,9 @@ def trace_cmd(
 def stats_cmd(db: DbOpt = DEFAULT_DB, as_json: JsonOpt = False) -> None:
     """Counts per table and per conversation, the embedding model, the schema version, LLM cost per stage."""
     from tracecli.stats import collect_stats
-    from tracecli.store import open_store
+    from tracecli.store import read_store
 
-    with open_store(db, create=False) as store:
+    with read_store(db) as store:
         st = collect_stats(store)
     if as_json:
         render.emit_json(st)

@@ -21,6 +21,14 @@ class StoreError(TraceError):
     """Raised when the database file cannot be opened or is of an unknown schema (exit 2)."""
 
 
+class StoreBusy(StoreError):
+    """Raised when another command held the database's write lock longer than the busy timeout (exit 2)."""
+
+
+class StoreReadOnly(StoreError):
+    """Raised when a command must write to a database file it may only read (exit 2)."""
+
+
 class ModelMismatch(TraceError):
     """Raised when vectors of one embedding model would be mixed with another's (exit 2)."""
 

@@ -32,8 +32,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pysqlite3.dbapi2 as sqlite3
+
 from tracecli.errors import BadInput, NotFound
-from tracecli.scope import message_refs, namespace_of, namespaces, resolve_scope
+from tracecli.scope import check_namespace, message_refs, namespace_of, namespaces, resolve_scope
 from tracecli.store.db import Store, dumps, execute_in, placeholders, utc_now
 from tracecli.text import short_hash
 
@@ -77,6 +79,7 @@ class ForgetReceipt:
     vacuumed: bool = False
     created_at: str = ""
     elapsed_s: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # what could not be done after the forget was committed
 
     @property
     def total_removed(self) -> int:
@@ -108,6 +111,7 @@ def resolve_messages(store: Store, kind: str, targets: Sequence[str], *, namespa
         raise BadInput(f"name the {kind} to forget")
     if kind == "namespace":
         known = set(namespaces(store))
+        targets = [check_namespace(ns, "namespace") for ns in targets]
         for ns in targets:
             if ns not in known:
                 raise NotFound(f"no namespace '{ns}' in {store.path.name}")
@@ -159,7 +163,8 @@ def _match(store: Store, kind: str, target: str, scope: list[str]) -> list[str]:
         f"SELECT id, conversation_id FROM messages WHERE conversation_id IN ({marks}) AND (id = ? OR source_ref = ?) "
         "ORDER BY conversation_id, seq", [*cids, local, local]).fetchall()
     _one(kind, target, rows)
-    return [rows[0][0]] if rows else []
+    # every message the ref names: files ingested before duplicate ids were refused may hold two
+    return [r[0] for r in rows]
 
 
 def _one(kind: str, target: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -215,8 +220,7 @@ def forget(store: Store, kind: str, targets: Sequence[str], *, namespace: str | 
     except _DryRun:
         pass
     if not dry_run:
-        _scrub(store, vacuum)
-        receipt.vacuumed = vacuum
+        receipt.vacuumed = _scrub(store, vacuum, receipt.warnings)
     receipt.elapsed_s = round(time.perf_counter() - started, 3)
     return receipt
 
@@ -393,14 +397,24 @@ def _drop_session(store: Store, cid: str, sid: str) -> None:
         store.execute(sql, (sid,))
 
 
-def _scrub(store: Store, vacuum: bool) -> None:
-    """Make deleted text leave the file: merge FTS segments, rewrite the file, empty the WAL."""
-    for table in ("notes_fts", "wiki_fts"):
-        if store.has_table(table):
-            store.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-    if vacuum:
-        store.execute("VACUUM")
-    store.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+def _scrub(store: Store, vacuum: bool, warnings: list[str]) -> bool:
+    """Make deleted text leave the file: merge FTS segments, rewrite the file, empty the WAL; True when rewritten.
+
+    The forget is committed by then: when another command keeps the file busy past the busy timeout,
+    this step is skipped with a warning rather than reported as a failure.
+    """
+    try:
+        for table in ("notes_fts", "wiki_fts"):
+            if store.has_table(table):
+                store.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        if vacuum:
+            store.execute("VACUUM")
+        store.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.OperationalError as exc:
+        warnings.append(f"the file was not rewritten ({store.failure(exc)}); the forgotten text may stay in its free "
+                        "pages until the next `tracecli forget`")
+        return False
+    return vacuum
 
 
 def forgotten_references(store: Store) -> list[tuple[str, str, str]]:

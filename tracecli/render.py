@@ -1,22 +1,45 @@
-"""Output: rich tables on stderr (colour only on a TTY), JSON alone on stdout."""
+"""Output: rich tables on stderr (colour only on a TTY), JSON alone on stdout.
+
+Everything here shows text users wrote (messages, speakers, ids, file names). None of it is ever read
+as Rich markup, and terminal control characters are removed from it (`plain`, `safe`), so a chat
+message cannot restyle, clear or retitle the terminal; the stored text is unchanged. JSON escapes
+those characters instead (`tracecli.text.json_text`): the same value, safe on a terminal.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+
+from tracecli.text import json_text, strip_controls
+
+__all__ = ["strip_controls"]  # re-exported for the command modules
 
 #: width of stderr output that goes to a log or a pipe, where there is no terminal to fit: wide enough that
 #: tables keep ids, slugs and dates whole (rich's default of 80 columns folded them inside cells)
 LOG_WIDTH = 1000
 
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else LOG_WIDTH)
+# what would break a one-line message in a terminal or a log (user text inside an error can hold any of them)
+_LINE_BREAKS = re.compile("[\n\t\u2028\u2029]")
+
+
+def plain(value: Any, style: str = "") -> Text:
+    """User text as a Rich `Text`: shown as written (never markup), without terminal control characters."""
+    return value if isinstance(value, Text) else Text(strip_controls("" if value is None else str(value)), style=style)
+
+
+def safe(value: Any) -> str:
+    """User text to put inside a markup string: markup escaped, control characters removed."""
+    return escape(strip_controls(str(value)))
 
 
 def to_jsonable(value: Any) -> Any:
@@ -32,7 +55,7 @@ def to_jsonable(value: Any) -> Any:
 
 def emit_json(value: Any) -> None:
     """Print one JSON document on stdout."""
-    sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, sort_keys=False) + "\n")
+    sys.stdout.write(json_text(to_jsonable(value)) + "\n")
     sys.stdout.flush()
 
 
@@ -44,24 +67,34 @@ def emit_text(text: str) -> None:
 
 def emit_json_line(value: Any) -> None:
     """One compact JSON object per line (JSONL), for batch output."""
-    sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":")) + "\n")
+    sys.stdout.write(json_text(to_jsonable(value), separators=(",", ":")) + "\n")
     sys.stdout.flush()
 
 
-def error_line(message: str) -> None:
-    """One line on stderr for a failure the user can act on."""
-    from rich.markup import escape
+def _one_line(message: str) -> str:
+    """`message` safe to print as one line: secrets redacted, markup escaped, control characters and line breaks gone."""
+    from tracecli.redact import redact
 
-    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
+    return safe(_LINE_BREAKS.sub(" ", redact(message)))
+
+
+def error_line(message: str) -> None:
+    """One line on stderr for a failure the user can act on (API keys and URL credentials redacted)."""
+    err.print(f"[bold red]error:[/] {_one_line(message)}", markup=True, soft_wrap=True)
+
+
+def warning_line(message: str) -> None:
+    """One line on stderr for something the user should know although the command succeeded."""
+    err.print(f"[yellow]warning:[/] {_one_line(message)}", markup=True, soft_wrap=True)
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
-    """A rich table with the given columns and rows."""
-    t = Table(title=title, title_justify="left")
+    """A rich table with the given columns and rows; cells and title are plain text (`plain`), or `Text` as given."""
+    t = Table(title=plain(title), title_justify="left")
     for col in columns:
         t.add_column(col, overflow="fold")
     for row in rows:
-        t.add_row(*["" if v is None else str(v) for v in row])
+        t.add_row(*[plain(v) for v in row])
     return t
 
 
@@ -140,12 +173,12 @@ def _steps_text(steps: list[Any]) -> Text:
     for st in steps:
         d = st if isinstance(st, dict) else to_jsonable(st)
         mark = d["validity"] if "validity" in d else "valid"
-        out.append(d["description"])
+        out.append(strip_controls(d["description"]))
         label = "OUTDATED" if mark == "outdated" else mark
         until = f" until {d['valid_until'][:10]}" if mark == "outdated" and d.get("valid_until") else ""
         out.append(f" [{label}{until}]", style=_MARK_STYLE.get(mark, ""))
         if d.get("relation_to_next"):
-            out.append(f" —{d['relation_to_next']}→ ", style="cyan")
+            out.append(strip_controls(f" —{d['relation_to_next']}→ "), style="cyan")
     return out
 
 
@@ -155,7 +188,7 @@ def paths_table(title: str, paths: list[Any], score_key: str = "score", limit: i
     rows = [p if isinstance(p, dict) else to_jsonable(p) for p in paths]
     ranked = sorted(enumerate(rows, 1), key=lambda nd: -nd[1][score_key])
     shown = [(rank, d) for rank, (_, d) in enumerate(ranked, 1) if limit is None or rank <= limit or d.get("answer")]
-    t = Table(title=title, title_justify="left")
+    t = Table(title=plain(title), title_justify="left")
     t.add_column("#", justify="right")
     t.add_column("score", justify="right")
     t.add_column("path (relation labels, validity markers)", overflow="fold")
@@ -167,21 +200,34 @@ def paths_table(title: str, paths: list[Any], score_key: str = "score", limit: i
     return t
 
 
+def stdout_text(text: str) -> None:
+    """A line of user text on stdout, without control characters (`--json` carries the stored text)."""
+    sys.stdout.write(strip_controls(text) + "\n")
+    sys.stdout.flush()
+
+
+def warnings(items: list[str]) -> None:
+    """Each warning as one line on stderr."""
+    for w in items:
+        warning_line(w)
+
+
 def ask_result(r: Any) -> None:
     """The short answer on stdout; its top paths and sources on stderr."""
-    sys.stdout.write(r.answer + "\n")
-    sys.stdout.flush()
+    stdout_text(r.answer)
     when = f"as of {r.as_of[:10]}" if r.as_of else "current state"
-    show(f"[dim]{r.answer_id} · plan: {r.plan} · {when} · sources: {', '.join(r.source_refs) or '—'}[/]")
+    show(plain(f"{r.answer_id} · plan: {r.plan} · {when} · sources: {', '.join(r.source_refs) or '—'}", "dim"))
     if r.paths:
         show(paths_table("evidence paths", r.paths, limit=5))
-    show(f"[dim]tracecli trace {r.answer_id}  shows the full evidence[/]")
+    show(plain(f"tracecli trace {r.answer_id}  shows the full evidence", "dim"))
+    warnings(r.warnings)
 
 
 def trace_result(r: Any, show_all: bool = False) -> None:
     """The answer, its paths, events and claims; the messages it cites (context-only ones with `show_all`)."""
     when = f"as of {r.as_of[:10]}" if r.as_of else "current state"
-    show(f"[bold]Q:[/] {r.question}\n[bold]A:[/] {r.answer}   [dim]({r.plan}, {when}{', abstained' if r.abstained else ''})[/]")
+    show(f"[bold]Q:[/] {safe(r.question)}\n[bold]A:[/] {safe(r.answer)}   "
+         f"[dim]({safe(r.plan)}, {when}{', abstained' if r.abstained else ''})[/]")
     if r.paths:
         show(paths_table("paths, re-ranked by the answer (§II-G)", r.paths, score_key="trace_score", limit=8))
     if r.events:

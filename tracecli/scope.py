@@ -15,6 +15,7 @@ CLI always passes a namespace (`--namespace`, else TRACECLI_NAMESPACE, else
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from tracecli.errors import BadInput, NotFound
 from tracecli.store.db import Store, execute_in
+from tracecli.text import strip_controls
 
 if TYPE_CHECKING:
     from tracecli.providers.llm import ChatModel
@@ -38,13 +40,19 @@ class Scope:
     conversation_ids: tuple[str, ...]
 
 
-def check_namespace(namespace: str | None) -> str:
-    """The namespace to use (`default` for None); BadInput for a blank name."""
+def check_namespace(namespace: str | None, where: str = "--namespace") -> str:
+    """The namespace to use, normalised (`default` for None): the one place a namespace name is cleaned.
+
+    Surrounding spaces go and the name is NFC-normalised, so what ingest stores is what reading
+    commands look up. BadInput (naming `where`) for a blank name or one with control characters.
+    """
     if namespace is None:
         return DEFAULT_NAMESPACE
-    name = namespace.strip()
+    name = unicodedata.normalize("NFC", namespace).strip()
     if not name:
-        raise BadInput("--namespace is empty; give a name such as 'alice' (or leave it out for 'default')")
+        raise BadInput(f"{where} is empty; give a name such as 'alice' (or leave it out for 'default')")
+    if any(unicodedata.category(ch).startswith("C") for ch in name):
+        raise BadInput(f"{where} {strip_controls(name)!r} holds a control or unassigned character; give a printable name")
     return name
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 from typing import Any
 
@@ -81,3 +82,30 @@ def fts_query(text: str) -> str:
     """An FTS5 MATCH expression: the content words OR-ed, each quoted (no syntax errors)."""
     terms = dict.fromkeys(content_words(text))
     return " OR ".join(f'"{t}"' for t in terms)
+
+
+#: Characters that act on a terminal instead of showing: the C0 controls but tab and newline, DEL, the C1
+#: controls (ECMA-48), and the bidirectional embeddings, overrides and isolates (Unicode UAX #9), which
+#: reorder what is shown around them; and lone surrogates (what undecodable bytes in a command line become),
+#: which cannot be written as UTF-8 at all.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+#: What JSON leaves raw (with ensure_ascii=False) of those: the C0 controls are always escaped.
+_JSON_RAW_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate(text: str) -> bool:
+    """True when `text` holds a lone surrogate: not Unicode text, and SQLite cannot store it."""
+    return _SURROGATE.search(text) is not None
+
+
+def strip_controls(text: str) -> str:
+    """`text` without terminal control characters (ESC sequences lose their ESC and show as text)."""
+    return _CONTROL.sub("", text)
+
+
+def json_text(value: Any, **kwargs: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, **kwargs)` with every terminal control character escaped (\\u009b):
+    the same JSON value, safe to print on a terminal."""
+    text = json.dumps(value, ensure_ascii=False, **kwargs)
+    return _JSON_RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -18,8 +18,6 @@ _STATUS_STYLE = {"ok": "green", "warning": "yellow", "error": "bold red", "skipp
 
 def render_report(report: Any) -> None:
     """Checks, errors and warnings, disagreements and the review queue as tables on stderr."""
-    from rich.markup import escape
-
     where = (f"every namespace ({', '.join(report.namespaces) or 'none'})" if report.namespace is None
              else f"namespace {report.namespace}")
     checks = render.table(
@@ -29,25 +27,26 @@ def render_report(report: Any) -> None:
     )
     for c in report.checks:
         style = _STATUS_STYLE.get(c.status, "")
-        checks.add_row(c.name, f"[{style}]{c.status}[/]", str(c.checked), str(c.errors), str(c.warnings), escape(c.detail))
+        checks.add_row(*[render.plain(v) for v in (c.name, render.plain(c.status, style), c.checked, c.errors,
+                                                     c.warnings, c.detail)])
     render.show(checks)
     errors = [f for f in report.findings if f.severity == "error"]
     warnings = [f for f in report.findings if f.severity == "warning"]
     if errors:
         render.show(render.table("errors", ["check", "conversation", "problem"],
-                                 [[f.check, f.conversation_id or "", escape(f.message)] for f in errors]))
+                                 [[f.check, f.conversation_id or "", f.message] for f in errors]))
     if warnings:
         render.show(render.table("warnings", ["check", "conversation", "problem"],
-                                 [[f.check, f.conversation_id or "", escape(f.message)] for f in warnings]))
+                                 [[f.check, f.conversation_id or "", f.message] for f in warnings]))
     if report.review:
         rows = []
         for r in report.review:
             rows.append([
                 "contradiction" if r.kind == "contradiction" else "low-confidence update",
                 f"{r.edge_id}\n{r.confidence:.2f}",
-                escape(f"{r.newer.subject}: \"{r.newer.quote}\" ({', '.join(r.newer.source_refs)}, {(r.newer.time_anchor or '')[:10]})"),
-                escape(f"{r.older.subject}: \"{r.older.quote}\" ({', '.join(r.older.source_refs)}, {(r.older.time_anchor or '')[:10]})"),
-                escape(r.justification),
+                f"{r.newer.subject}: \"{r.newer.quote}\" ({', '.join(r.newer.source_refs)}, {(r.newer.time_anchor or '')[:10]})",
+                f"{r.older.subject}: \"{r.older.quote}\" ({', '.join(r.older.source_refs)}, {(r.older.time_anchor or '')[:10]})",
+                r.justification,
             ])
         render.show(render.table("review queue (confirm or correct these edges)",
                                  ["kind", "edge / conf.", "newer (quote)", "older (quote)", "why"], rows))
@@ -90,9 +89,9 @@ def register(app: typer.Typer) -> None:
         """
         from tracecli.audit import run_audit
         from tracecli.errors import CheckFailed
-        from tracecli.store import open_store
+        from tracecli.store import read_store
 
-        with open_store(db, create=False) as store:
+        with read_store(db) as store:
             report = run_audit(store, conversation, namespace=namespace)
         if as_json:
             render.emit_json(report)

@@ -29,6 +29,13 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+def _sqlite_error() -> type[Exception]:
+    """pysqlite3's base error class (imported when an error is being handled, not at start-up)."""
+    import pysqlite3.dbapi2 as sqlite3
+
+    return sqlite3.Error
+
 DbOpt = Annotated[
     Path,
     typer.Option("--db", envvar="TRACECLI_DB", help="The database file (env TRACECLI_DB).", show_default=True),
@@ -64,6 +71,19 @@ def guarded(func: F) -> F:
         except KeyboardInterrupt:
             render.error_line("interrupted; nothing from the unfinished step was written")
             raise typer.Exit(130) from None
+        except UnicodeEncodeError:
+            # a lone surrogate: what bytes that are not UTF-8 in a command line become; SQLite cannot take it
+            render.error_line("an argument holds text that is not valid Unicode (bytes that are not UTF-8); "
+                              "write it in UTF-8")
+            raise typer.Exit(2) from None
+        except (UnicodeDecodeError, _sqlite_error()) as exc:
+            # the database failed under a query (another command holding the lock past the busy
+            # timeout, a damaged page): one line naming the file, like every other error
+            from tracecli.store.db import store_failure
+
+            failure = store_failure(exc, kwargs.get("db") or "the database")
+            render.error_line(str(failure))
+            raise typer.Exit(failure.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -196,7 +216,7 @@ def progress(enabled: bool) -> Iterator[StageProgress | None]:
 
     def update(stage: str, done: int, total: int) -> None:
         if stage not in tasks:
-            tasks[stage] = bar.add_task(stage, total=total)
+            tasks[stage] = bar.add_task(render.safe(stage), total=total)  # a file name may hold markup
         bar.update(tasks[stage], completed=done, total=total)
 
     bar.start()

@@ -129,9 +129,8 @@ def _check_file(path: Path, *, allow_dir: bool = False) -> None:
 
 def render_report(report: Any) -> None:
     """Score tables, cost and notes on stderr."""
-    from rich.markup import escape
-
     from tracecli import render
+    from tracecli.render import safe as escape
     from tracecli.evaluate.report import cost_line, cost_table, result_tables
 
     s = report.settings
@@ -158,7 +157,7 @@ def _finish(report: Any, as_json: bool, out: Optional[Path]) -> None:
     else:
         render_report(report)
         if out is not None:
-            render.show(f"[dim]wrote {out}[/]")
+            render.show(render.plain(f"wrote {out}", "dim"))
 
 
 def is_registered(app: typer.Typer) -> bool:

@@ -57,6 +57,7 @@ def forget_cmd(
         render.emit_json(receipt)
     else:
         render.forget_receipt(receipt)
+    render.warnings(receipt.warnings)
 
 
 def _recompile(store: Any, conversation_ids: list[str]) -> None:

@@ -17,17 +17,15 @@ GROUP_NAME = "graph"
 _MARK_STYLE = {"valid": "green", "partial": "yellow", "outdated": "red"}
 
 
-def _mark(marker: Optional[str]) -> str:
-    if marker is None:
-        return ""
-    style = _MARK_STYLE.get(marker, "")
-    return f"[{style}]{marker}[/]" if style else marker
+def _mark(marker: Optional[str]) -> Any:
+    from tracecli import render
+
+    return render.plain(marker or "", _MARK_STYLE.get(marker or "", ""))
 
 
 def render_event_detail(detail: Any) -> None:
     """The event, its edges and its source messages as tables on stderr."""
-    from rich.markup import escape
-
+    from tracecli import render
     from tracecli.graph.dates import format_date
 
     ev = detail.event
@@ -55,7 +53,7 @@ def render_event_detail(detail: Any) -> None:
         ["session / topic", f"{ev.session_id} / {ev.topic_id or '—'}"],
         ["description", ev.description],
     ]
-    render.show(render.table(f"event {ev.id}", ["field", "value"], [[k, escape(v)] for k, v in rows]))
+    render.show(render.table(f"event {ev.id}", ["field", "value"], rows))
     edge_rows = []
     for e in [*detail.edges_out, *detail.edges_in]:
         arrow = f"—{e.label}→ {e.other_id}" if e.direction == "out" else f"←{e.label}— {e.other_id}"
@@ -67,14 +65,15 @@ def render_event_detail(detail: Any) -> None:
     if edge_rows:
         table = render.table("edges (out, then in)", ["edge", "family", "conf.", "invalidated at", "other end", "other event", "justification"], [])
         for row in edge_rows:
-            table.add_row(*[escape(str(v)) for v in row[:4]], _mark(row[4] or None), escape(row[5]), escape(row[6]))
+            table.add_row(*[render.plain(v) for v in row[:4]], _mark(row[4] or None), render.plain(row[5]),
+                          render.plain(row[6]))
         render.show(table)
     else:
         render.show("[dim]no edges[/]")
     if detail.messages:
         render.show(render.table(
             "source messages", ["ref", "speaker", "date", "text"],
-            [[escape(m.source_ref or m.id), escape(m.speaker), (m.timestamp or "")[:10], escape(m.text)] for m in detail.messages],
+            [[m.source_ref or m.id, m.speaker, (m.timestamp or "")[:10], m.text] for m in detail.messages],
         ))
 
 
@@ -113,9 +112,9 @@ def register(app: typer.Typer) -> None:
         another namespace.
         """
         from tracecli.graph.inspect import event_detail
-        from tracecli.store import open_store
+        from tracecli.store import read_store
 
-        with open_store(db, create=False) as store:
+        with read_store(db) as store:
             detail = event_detail(store, event_id, namespace=namespace)
         if as_json:
             render.emit_json(detail)
@@ -140,14 +139,14 @@ def register(app: typer.Typer) -> None:
         """
         from tracecli.errors import BadInput
         from tracecli.graph.inspect import EXPORT_FORMATS, export_graph, serialise
-        from tracecli.store import open_store
+        from tracecli.store import read_store
 
         chosen = (fmt or "json").lower().strip()
         if chosen not in EXPORT_FORMATS:
             raise BadInput(f"unknown export format '{chosen}'; choose one of {', '.join(EXPORT_FORMATS)}")
         if as_json and out is None and chosen != "json":
             raise BadInput(f"--json prints the graph as JSON on stdout; drop --format {chosen} or give --out FILE")
-        with open_store(db, create=False) as store:
+        with read_store(db) as store:
             export = export_graph(store, conversation, namespace=namespace)
         text = serialise(export, chosen)
         if out is None:
@@ -159,7 +158,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             render.emit_json({"out": str(out), "format": chosen, "vertices": len(export.nodes), "edges": len(export.edges)})
         else:
-            render.show(f"[dim]wrote {len(export.nodes)} vertices and {len(export.edges)} edges to {out} ({chosen})[/]")
+            render.show(render.plain(f"wrote {len(export.nodes)} vertices and {len(export.edges)} edges to {out} ({chosen})", "dim"))
 
     group.command("show")(guarded(show_cmd))
     group.command("export")(guarded(export_cmd))

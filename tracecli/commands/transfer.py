@@ -33,13 +33,13 @@ def export_cmd(
     indexes are not exported (`tracecli import` rebuilds them), nor the LLM
     cache, stored answers or the forget log.
     """
-    from tracecli.store import open_store
+    from tracecli.store import read_store
     from tracecli.transfer import export_data
 
     chosen = fmt or ("jsonl" if out is not None and out.suffix.lower() == ".jsonl" else "json")
     if as_json and out is None and chosen != "json":
         raise BadInput(f"--json prints the export as one JSON document on stdout; drop --format {chosen} or give --out FILE")
-    with open_store(db, create=False) as store:
+    with read_store(db) as store:
         text, result = export_data(store, chosen, namespace=namespace, conversation_id=conversation, derived=derived, out=out)
     if out is None:
         render.emit_text(text)
@@ -74,7 +74,7 @@ def import_cmd(
     render.transfer_counts(f"imported {result.file} ({result.elapsed_s:.1f}s)", result.tables)
     skipped = [c.conversation_id for c in result.conversations if c.status == "unchanged"]
     if skipped:
-        render.err.print(f"note: already present and identical, left as they were: {', '.join(skipped)}")
+        render.show(render.plain(f"note: already present and identical, left as they were: {', '.join(skipped)}"))
 
 
 def register(app: typer.Typer) -> None:

@@ -34,6 +34,12 @@ def _open(db: Path) -> Any:
     return open_store(db, create=False)
 
 
+def _read(db: Path) -> Any:
+    from tracecli.store import read_store
+
+    return read_store(db)
+
+
 # -- compile-wiki ------------------------------------------------------------------------------
 
 
@@ -78,7 +84,8 @@ def compile_wiki_cmd(
         "ungrounded dropped", "trajectories new/total", "pages", "pages written/unchanged", "index-only", "time"], rows))
     waiting = [r for r in results if r.sessions_awaiting_graph]
     for r in waiting:
-        render.err.print(f"note: {r.conversation_id}: {r.sessions_awaiting_graph} session(s) wait for `tracecli build-graph`")
+        render.show(render.plain(f"note: {r.conversation_id}: {r.sessions_awaiting_graph} session(s) wait for "
+                                 "`tracecli build-graph`"))
 
 
 # -- wiki list / show / export --------------------------------------------------------------------
@@ -112,7 +119,7 @@ def wiki_list_cmd(
     """List wiki pages: slug, type, title and how many trajectories each links."""
     from tracecli.wiki import list_pages
 
-    with _open(db) as store:
+    with _read(db) as store:
         pages = list_pages(store, conversation, page_type, namespace=namespace)
     if as_json:
         render.emit_json({"pages": [_page_json(p) for p in pages]})
@@ -138,13 +145,14 @@ def wiki_show_cmd(
 
     from tracecli.wiki import get_page
 
-    with _open(db) as store:
+    with _read(db) as store:
         page = get_page(store, slug, conversation, namespace=namespace)
     if as_json:
         render.emit_json(_page_json(page, markdown=True))
         return
-    # The page is the output the user asked for: stdout, so it pipes into a pager or a file.
-    Console(highlight=False).print(Markdown(page.markdown))
+    # The page is the output the user asked for: stdout, so it pipes into a pager or a file. Markdown is not
+    # Rich markup; its control characters are removed like everywhere user text is shown (--json keeps them).
+    Console(highlight=False).print(Markdown(render.strip_controls(page.markdown)))
 
 
 @wiki_app.command("export")
@@ -159,17 +167,17 @@ def wiki_export_cmd(
     """Export every page as a markdown file with working relative links (Obsidian or any viewer)."""
     from tracecli.wiki import export_pages
 
-    with _open(db) as store:
+    with _read(db) as store:
         written = export_pages(store, directory, conversation, namespace=namespace)
     if as_json:
         render.emit_json({"directory": str(directory), "files": [
             {"conversation_id": c, "slug": s, "path": str(p)} for c, s, p in written]})
         return
-    per: dict[str, int] = {}
-    for c, _, _ in written:
-        per[c] = per.get(c, 0) + 1
-    render.show(render.table(f"exported to {directory}", ["conversation", "pages", "folder"],
-                             [[c, n, str(Path(directory) / c)] for c, n in per.items()]))
+    per: dict[str, list[Path]] = {}
+    for c, _, path in written:
+        per.setdefault(c, []).append(path)
+    render.show(render.table(f"exported to {directory}", ["conversation", "files written", "folder"],
+                             [[c, len(paths), str(paths[0].parent)] for c, paths in per.items()]))
 
 
 # -- claims history --------------------------------------------------------------------------------
@@ -189,7 +197,7 @@ def claims_history_cmd(
     """Show the history of the facts matching QUERY: every op in order, with dates and source quotes."""
     from tracecli.wiki import claim_history
 
-    with _open(db) as store:
+    with _read(db) as store:
         chains = claim_history(store, query, conversation, namespace=namespace)
     if as_json:
         render.emit_json({"chains": chains})

@@ -20,6 +20,7 @@ from tracecli.errors import BadInput, NotFound
 from tracecli.graph.build import conversation_ids
 from tracecli.scope import check_namespace, namespace_of
 from tracecli.store.db import Store, execute_in, placeholders
+from tracecli.text import json_text, strip_controls
 
 EXPORT_FORMATS = ("json", "graphml", "dot")
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
@@ -324,7 +325,7 @@ def serialise(export: GraphExport, fmt: str) -> str:
 
 def to_json(export: GraphExport) -> str:
     """{"nodes": [...], "edges": [...]} with stable keys."""
-    return json.dumps({"nodes": export.nodes, "edges": export.edges}, ensure_ascii=False, indent=1) + "\n"
+    return json_text({"nodes": export.nodes, "edges": export.edges}, indent=1) + "\n"
 
 
 # XML 1.0 forbids most control characters even when escaped.
@@ -338,7 +339,7 @@ def _xml_text(value: Any, kind: str) -> str:
         return repr(float(value))
     if kind == "int":
         return str(int(value))
-    return _XML_INVALID.sub("", str(value))
+    return strip_controls(_XML_INVALID.sub("", str(value)))  # also DEL and C1: valid XML, but they act on a terminal
 
 
 def to_graphml(export: GraphExport) -> str:
@@ -369,10 +370,12 @@ def to_graphml(export: GraphExport) -> str:
 
 
 def dot_quote(value: Any) -> str:
-    """A DOT double-quoted string: backslashes and quotes escaped, line breaks as \\n."""
+    """A DOT double-quoted string: backslashes and quotes escaped, line breaks as \\n, control characters removed
+    (a label is shown, and DOT has no escape for them)."""
     text = ("true" if value else "false") if isinstance(value, bool) else str(value)
     text = text.replace("\\", "\\\\").replace('"', '\\"')
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
+    text = strip_controls(text)
     return f'"{text}"'
 
 

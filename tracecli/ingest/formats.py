@@ -11,12 +11,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tracecli.errors import BadInput
+from tracecli.scope import DEFAULT_NAMESPACE, check_namespace
 from tracecli.ingest.model import ParsedConversation, ParsedMessage, ParsedSession
+from tracecli.jsonio import parse_json
+from tracecli.text import strip_controls
 from tracecli.timeutil import iso, parse_iso, parse_timestamp
 
 FORMATS = ("auto", "native", "locomo", "longmemeval", "chatgpt", "jsonl")
@@ -52,6 +56,23 @@ class _Ctx:
         self.check_size(value, where)
         return value
 
+    def ident(self, value: Any, where: str, default: str | None = None) -> str:
+        """An id the file gives (conversation, session, message): text or a whole number, printable."""
+        if value is None or value == "":
+            if default is not None:
+                return default
+            raise self.fail(where, "is missing")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        if not isinstance(value, str):
+            raise self.fail(where, f"is {value_kind(value)}, expected an id (text or a whole number)")
+        if not value.strip():
+            raise self.fail(where, "is blank")
+        if strip_controls(value) != value:
+            raise self.fail(where, f"{strip_controls(value)!r} holds a control character or a lone surrogate")
+        self.check_size(value, where)
+        return value
+
     def check_size(self, value: str, where: str) -> None:
         size = len(value.encode("utf-8"))
         if size > self.max_message_bytes:
@@ -81,15 +102,21 @@ def value_kind(value: Any) -> str:
 
 
 def read_text(path: Path) -> str:
-    """Read a file as UTF-8 or raise BadInput naming the byte offset."""
+    """Read a regular file as UTF-8 or raise BadInput naming the byte offset.
+
+    A FIFO, socket or device is refused before it is opened: reading one could wait forever.
+    """
     try:
+        st = path.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise BadInput(f"{path}: is a directory, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise BadInput(f"{path}: is not a regular file (a FIFO, socket or device); save the input to a file first")
         raw = path.read_bytes()
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{path}: is a directory, not a file") from None
     except OSError as exc:
-        raise BadInput(f"{path}: cannot be read ({exc.strerror})") from None
+        raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -102,27 +129,19 @@ def read_text(path: Path) -> str:
 def load_document(path: Path, text: str) -> tuple[Any, bool]:
     """Parse the file as one JSON document, or as JSON Lines; returns (data, is_jsonl)."""
     try:
-        return json.loads(text), False
-    except json.JSONDecodeError as exc:
+        return parse_json(text, path.name), False
+    except BadInput as exc:
         first_error = exc
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if len(lines) > 1 and _is_json_object(lines[0][1]):
-        rows = []
-        for n, line in lines:
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise BadInput(f"{path.name}: line {n} is not valid JSON ({exc.msg})") from None
-        return rows, True
-    raise BadInput(
-        f"{path.name}: malformed JSON at line {first_error.lineno} column {first_error.colno} ({first_error.msg})"
-    ) from None
+        return [parse_json(line, path.name, f"line {n}") for n, line in lines], True
+    raise first_error
 
 
 def _is_json_object(line: str) -> bool:
     try:
         return isinstance(json.loads(line), dict)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
 
 
@@ -180,18 +199,31 @@ def parse_file(
     if conversation_id:
         if len(convs) > 1:
             raise BadInput(f"{path.name}: holds {len(convs)} conversations; --conversation needs a file with one")
-        convs[0].conversation_id = conversation_id
+        convs[0].conversation_id = ctx.ident(conversation_id, "--conversation")
     ids = [c.conversation_id for c in convs]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise BadInput(f"{path.name}: conversation id '{dupes[0]}' appears more than once")
     for conv in convs:
-        if namespace:
-            conv.namespace = namespace
+        conv.namespace = check_namespace(namespace) if namespace is not None else conv.namespace
         if not any(s.messages for s in conv.sessions):
             raise BadInput(f"{path.name}: conversation '{conv.conversation_id}' has no messages")
         conv.sessions = [s for s in conv.sessions if s.messages]
+        _check_unique_refs(ctx, conv)
     return convs
+
+
+def _check_unique_refs(ctx: _Ctx, conv: ParsedConversation) -> None:
+    """Refuse a message id given twice in one conversation: `forget message ID` must name one message."""
+    first: dict[str, str] = {}
+    for session in conv.sessions:
+        for msg in session.messages:
+            if msg.source_ref is None:
+                continue
+            if msg.source_ref in first:
+                raise ctx.fail(msg.where or f"conversation '{conv.conversation_id}'",
+                               f"repeats the message id '{msg.source_ref}' of {first[msg.source_ref] or 'an earlier message'}")
+            first[msg.source_ref] = msg.where
 
 
 # -- native ----------------------------------------------------------------------
@@ -206,7 +238,8 @@ def _native_message(ctx: _Ctx, raw: Any, where: str) -> ParsedMessage:
     text = ctx.text(raw, text_key, where)
     ts = ctx.timestamp(raw.get("timestamp", raw.get("time")), where)
     ref = raw.get("id")
-    return ParsedMessage(speaker=speaker.strip(), text=text.strip(), timestamp=ts, source_ref=None if ref is None else str(ref))
+    return ParsedMessage(speaker=speaker.strip(), text=text.strip(), timestamp=ts,
+                         source_ref=None if ref is None else ctx.ident(ref, f"{where} 'id'"), where=where)
 
 
 def split_by_gap(messages: list[ParsedMessage], gap_hours: float) -> list[ParsedSession]:
@@ -256,12 +289,21 @@ def _parse_native(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
     return _parse_native_conversation(ctx, data, "", ctx.path.stem)
 
 
+def _file_namespace(ctx: _Ctx, value: Any, where: str) -> str:
+    if value is None or value == "":
+        return DEFAULT_NAMESPACE
+    if not isinstance(value, str):
+        raise ctx.fail(where, f"is {value_kind(value)}, expected text")
+    return check_namespace(value, f"{ctx.name}: {where}")
+
+
 def _parse_native_conversation(ctx: _Ctx, data: Any, prefix: str, default_id: str) -> list[ParsedConversation]:
     if isinstance(data, list):
         data = {"messages": data}
     if not isinstance(data, dict):
         raise ctx.fail("", f"top level is {value_kind(data)}, expected an object or a list of messages")
-    conv_id = str(data.get("conversation_id") or data.get("id") or default_id)
+    id_key = "conversation_id" if data.get("conversation_id") not in (None, "") else "id"
+    conv_id = ctx.ident(data.get(id_key), f"'{prefix}{id_key}'", default_id)
     if "sessions" in data:
         raw_sessions = data["sessions"]
         if not isinstance(raw_sessions, list):
@@ -278,8 +320,8 @@ def _parse_native_conversation(ctx: _Ctx, data: Any, prefix: str, default_id: st
             started = ctx.timestamp(raw.get("started_at"), where) or next(
                 (m.timestamp for m in msgs if m.timestamp), None
             )
-            sid = raw.get("id")
-            sessions.append(ParsedSession(source_id=str(sid) if sid is not None else f"s{i + 1}", started_at=started, messages=msgs))
+            sid = ctx.ident(raw.get("id"), f"{where} 'id'", f"s{i + 1}")
+            sessions.append(ParsedSession(source_id=sid, started_at=started, messages=msgs))
         ids = [s.source_id for s in sessions]
         if len(set(ids)) != len(ids):
             raise ctx.fail(f"'{prefix}sessions'", "has two sessions with the same id")
@@ -297,7 +339,7 @@ def _parse_native_conversation(ctx: _Ctx, data: Any, prefix: str, default_id: st
             participants=_participants(ctx, data.get("participants"), sessions),
             sessions=sessions,
             source_format="native",
-            namespace=str(data.get("namespace") or "default"),
+            namespace=_file_namespace(ctx, data.get("namespace"), f"'{prefix}namespace'"),
         )
     ]
 
@@ -339,7 +381,9 @@ def _parse_locomo(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
             started = None
             if date_raw is not None:
                 try:
-                    started = parse_locomo_date(str(date_raw))
+                    if not isinstance(date_raw, str):
+                        raise ValueError(f"{value_kind(date_raw)} is not a LoCoMo date like '1:56 pm on 8 May, 2023'")
+                    started = parse_locomo_date(date_raw)
                 except ValueError as exc:
                     raise ctx.fail(f"{where}.conversation.{key}_date_time", f"has an unknown date: {exc}") from None
             msgs = []
@@ -355,11 +399,13 @@ def _parse_locomo(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
                     raise ctx.fail(twhere, "has an empty 'text'")
                 ctx.check_size(text, twhere)
                 ref = turn.get("dia_id")
-                msgs.append(ParsedMessage(speaker=speaker.strip(), text=text, timestamp=started, source_ref=None if ref is None else str(ref)))
+                msgs.append(ParsedMessage(speaker=speaker.strip(), text=text, timestamp=started,
+                                          source_ref=None if ref is None else ctx.ident(ref, f"{twhere} 'dia_id'"),
+                                          where=twhere))
             sessions.append(ParsedSession(source_id=key, started_at=started, messages=msgs))
         convs.append(
             ParsedConversation(
-                conversation_id=str(sample.get("sample_id") or f"{ctx.path.stem}-{n}"),
+                conversation_id=ctx.ident(sample.get("sample_id"), f"{where} 'sample_id'", f"{ctx.path.stem}-{n}"),
                 participants=speakers,
                 sessions=sessions,
                 source_format="locomo",
@@ -378,26 +424,44 @@ def parse_longmemeval_date(text: str) -> str:
     return iso(value)
 
 
+def _list_or(ctx: _Ctx, item: dict[str, Any], key: str, where: str, default: list[Any]) -> list[Any]:
+    value = item.get(key)
+    if value is None or value == []:
+        return default
+    if not isinstance(value, list):
+        raise ctx.fail(f"{where}.{key}", f"is {value_kind(value)}, expected a list")
+    return value
+
+
 def _parse_longmemeval(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
     items = data if isinstance(data, list) else [data]
     convs = []
     for n, item in enumerate(items):
         where = f"[{n}]"
-        qid = ctx.text(item, "question_id", where)
+        if not isinstance(item, dict):
+            raise ctx.fail(where, f"is {value_kind(item)}, expected a LongMemEval object")
+        qid = ctx.ident(item.get("question_id"), f"{where} 'question_id'")
         hs = item.get("haystack_sessions")
         if not isinstance(hs, list):
             raise ctx.fail(where, "has no 'haystack_sessions' list")
-        ids = item.get("haystack_session_ids") or [f"s{i + 1}" for i in range(len(hs))]
-        dates = item.get("haystack_dates") or [None] * len(hs)
+        ids = [ctx.ident(v, f"{where}.haystack_session_ids[{i}]")
+               for i, v in enumerate(_list_or(ctx, item, "haystack_session_ids", where, [f"s{i + 1}" for i in range(len(hs))]))]
+        dates = _list_or(ctx, item, "haystack_dates", where, [None] * len(hs))
         if len(ids) != len(hs) or len(dates) != len(hs):
             raise ctx.fail(where, "haystack_sessions, haystack_session_ids and haystack_dates differ in length")
+        seen_ids: dict[str, int] = {}
+        for i, sid in enumerate(ids):
+            if seen_ids.setdefault(sid, i) != i:
+                raise ctx.fail(f"{where}.haystack_session_ids[{i}]", f"repeats the session id '{sid}' of [{seen_ids[sid]}]")
         sessions = []
         for i, turns in enumerate(hs):
             swhere = f"{where}.haystack_sessions[{i}]"
             started = None
             if dates[i]:
                 try:
-                    started = parse_longmemeval_date(str(dates[i]))
+                    if not isinstance(dates[i], str):
+                        raise ValueError(dates[i])
+                    started = parse_longmemeval_date(dates[i])
                 except ValueError:
                     raise ctx.fail(f"{where}.haystack_dates[{i}]", f"has an unknown date: {dates[i]!r}") from None
             if not isinstance(turns, list):
@@ -409,7 +473,8 @@ def _parse_longmemeval(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
                 content = ctx.text(turn, "content", twhere, allow_empty=True).strip()
                 if not content:
                     continue
-                msgs.append(ParsedMessage(speaker=role, text=content, timestamp=started, source_ref=f"{ids[i]}:{j}"))
+                msgs.append(ParsedMessage(speaker=role, text=content, timestamp=started, source_ref=f"{ids[i]}:{j}",
+                                          where=twhere))
             sessions.append(ParsedSession(source_id=str(ids[i]), started_at=started, messages=msgs))
         convs.append(
             ParsedConversation(conversation_id=qid, participants=["user", "assistant"], sessions=sessions, source_format="longmemeval")
@@ -420,22 +485,27 @@ def _parse_longmemeval(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
 # -- ChatGPT export ---------------------------------------------------------------
 
 
-def _chatgpt_branch(mapping: dict[str, Any], current: str | None) -> list[dict[str, Any]]:
-    """The nodes on the current branch, root first."""
+def _create_time(node: Any) -> float:
+    """A node's create_time as a number for ordering (0 when it has none, or not as epoch seconds)."""
+    message = node.get("message") if isinstance(node, dict) else None
+    value = message.get("create_time") if isinstance(message, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else 0.0
+
+
+def _chatgpt_branch(mapping: dict[str, Any], current: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """(key, node) of the nodes on the current branch, root first."""
     if current is None or current not in mapping:
         # No pointer to the current node: take the latest leaf.
         leaves = [k for k, v in mapping.items() if isinstance(v, dict) and not v.get("children")]
-        current = max(
-            leaves,
-            key=lambda k: ((mapping[k].get("message") or {}).get("create_time") or 0, k),
-            default=None,
-        )
+        current = max(leaves, key=lambda k: (_create_time(mapping[k]), k), default=None)
     chain = []
     seen = set()
-    while current is not None and current in mapping and current not in seen:
+    while isinstance(current, str) and current in mapping and current not in seen:
         seen.add(current)
         node = mapping[current]
-        chain.append(node)
+        if not isinstance(node, dict):
+            break
+        chain.append((current, node))
         current = node.get("parent")
     return list(reversed(chain))
 
@@ -447,24 +517,40 @@ def _parse_chatgpt(ctx: _Ctx, data: Any) -> list[ParsedConversation]:
         where = f"[{n}]"
         if not isinstance(item, dict) or not isinstance(item.get("mapping"), dict):
             raise ctx.fail(where, "has no 'mapping' object")
+        current = item.get("current_node")
+        if current is not None and not isinstance(current, str):
+            raise ctx.fail(f"{where}.current_node", f"is {value_kind(current)}, expected a node id")
         msgs = []
-        for node in _chatgpt_branch(item["mapping"], item.get("current_node")):
-            message = node.get("message") if isinstance(node, dict) else None
-            if not isinstance(message, dict):
+        for key, node in _chatgpt_branch(item["mapping"], current):
+            message = node.get("message")
+            if message is None:
                 continue
-            role = (message.get("author") or {}).get("role")
+            mwhere = f"{where}.mapping[{strip_controls(key)[:40]!r}]"
+            if not isinstance(message, dict):
+                raise ctx.fail(f"{mwhere}.message", f"is {value_kind(message)}, expected an object")
+            author = message.get("author")
+            if author is not None and not isinstance(author, dict):
+                raise ctx.fail(f"{mwhere}.message.author", f"is {value_kind(author)}, expected an object with a 'role'")
+            role = (author or {}).get("role")
             if role not in ("user", "assistant"):
                 continue  # system, tool and hidden nodes carry no conversation
-            content = message.get("content") or {}
-            parts = content.get("parts") if isinstance(content, dict) else None
+            content = message.get("content")
+            if content is not None and not isinstance(content, dict):
+                raise ctx.fail(f"{mwhere}.message.content", f"is {value_kind(content)}, expected an object with 'parts'")
+            parts = (content or {}).get("parts")
+            if parts is not None and not isinstance(parts, list):
+                raise ctx.fail(f"{mwhere}.message.content.parts", f"is {value_kind(parts)}, expected a list")
             text = "\n".join(p for p in (parts or []) if isinstance(p, str)).strip()
             if not text:
                 continue
-            mwhere = f"{where}.mapping[{node.get('id', '?')!r}]"
             ctx.check_size(text, mwhere)
-            ts = ctx.timestamp(message.get("create_time"), mwhere)
-            msgs.append(ParsedMessage(speaker=role, text=text, timestamp=ts, source_ref=str(message.get("id") or node.get("id"))))
-        conv_id = str(item.get("conversation_id") or item.get("id") or f"{ctx.path.stem}-{n}")
+            ts = ctx.timestamp(message.get("create_time"), f"{mwhere}.message.create_time")
+            ref = message.get("id") if message.get("id") not in (None, "") else node.get("id")
+            msgs.append(ParsedMessage(speaker=role, text=text, timestamp=ts,
+                                      source_ref=None if ref in (None, "") else ctx.ident(ref, f"{mwhere} 'id'"),
+                                      where=mwhere))
+        id_key = "conversation_id" if item.get("conversation_id") not in (None, "") else "id"
+        conv_id = ctx.ident(item.get(id_key), f"{where} '{id_key}'", f"{ctx.path.stem}-{n}")
         convs.append(
             ParsedConversation(
                 conversation_id=conv_id,
@@ -484,9 +570,9 @@ def _parse_jsonl(ctx: _Ctx, rows: Any) -> list[ParsedConversation]:
     for n, row in enumerate(rows, 1):
         where = f"line {n}"
         msg = _native_message(ctx, row, where)
-        conv_id = str(row.get("conversation_id") or ctx.path.stem)
-        session = row.get("session_id")
-        by_conv.setdefault(conv_id, {}).setdefault("" if session is None else str(session), []).append(msg)
+        conv_id = ctx.ident(row.get("conversation_id"), f"{where} 'conversation_id'", ctx.path.stem)
+        session = ctx.ident(row.get("session_id"), f"{where} 'session_id'", "")
+        by_conv.setdefault(conv_id, {}).setdefault(session, []).append(msg)
     convs = []
     for conv_id, groups in by_conv.items():
         sessions: list[ParsedSession] = []

@@ -13,6 +13,7 @@ class ParsedMessage:
     text: str
     timestamp: str | None = None  # UTC ISO-8601 with Z, or None when the input had none
     source_ref: str | None = None  # the id the input gave (LoCoMo dia_id, native id ...)
+    where: str = field(default="", compare=False)  # its place in the file, for errors ("sessions[2].messages[5]")
 
 
 @dataclass

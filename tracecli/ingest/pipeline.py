@@ -79,12 +79,14 @@ def note_text(speaker: str, text: str, timestamp: str | None) -> str:
     return f"[{date}] {speaker}: {text}"
 
 
-def _plan(store: Store, conv: ParsedConversation) -> tuple[list[_PendingMessage], int, dict[str, str | None]]:
+def _plan(store: Store, conv: ParsedConversation, name: str) -> tuple[list[_PendingMessage], int, dict[str, str | None]]:
     """New messages of `conv` (not yet stored), the count skipped, new session keys → start.
 
     A message is already stored when its content hash is (the same file again), or when the conversation
     holds more messages with its speaker, time and text than the file has shown so far (the same chat in
-    another format, whose message ids differ).
+    another format, whose message ids differ). BadInput (naming file `name` and the place) for a new message
+    whose id a stored message of the conversation already has: two messages under one id could not be told
+    apart (`forget message ID`).
     """
     existing: set[str] = set()
     present: Counter[tuple[str, str, str | None]] = Counter()
@@ -93,6 +95,10 @@ def _plan(store: Store, conv: ParsedConversation) -> tuple[list[_PendingMessage]
     ):
         existing.add(h)
         present[(speaker, text, timestamp)] += 1
+    stored_refs = {
+        r[0] for r in store.execute("SELECT source_ref FROM messages WHERE conversation_id = ? AND source_ref IS NOT NULL",
+                                    (conv.conversation_id,))
+    }
     shown: Counter[tuple[str, str, str | None]] = Counter()
     known_sessions = {
         r[0] for r in store.execute("SELECT source_id FROM sessions WHERE conversation_id = ?", (conv.conversation_id,))
@@ -113,6 +119,10 @@ def _plan(store: Store, conv: ParsedConversation) -> tuple[list[_PendingMessage]
             if h in existing or shown[content] <= present[content]:
                 skipped += 1
                 continue
+            if msg.source_ref in stored_refs:
+                raise BadInput(f"{name}: {msg.where or 'a message'} has the id '{msg.source_ref}' of a stored message of "
+                               f"conversation '{conv.conversation_id}' with other content; give it a new id (or forget "
+                               "the stored one first)")
             if session.source_id not in known_sessions:
                 new_sessions.setdefault(session.source_id, session.started_at)
             pending.append(
@@ -205,12 +215,16 @@ def parse_inputs(
     ]
 
 
-def check_parsed(store: Store, parsed: Sequence[tuple[Path, list[ParsedConversation]]]) -> None:
-    """Refuse, before anything is written, conversations that clash with stored ones or with each other."""
+def check_parsed(store: Store | None, parsed: Sequence[tuple[Path, list[ParsedConversation]]]) -> None:
+    """Refuse, before anything is written, conversations that clash with stored ones or with each other.
+
+    Without a store only clashes between the files are found (so a refused ingest need not create its file).
+    """
     seen: dict[str, tuple[str, str]] = {}
     for path, convs in parsed:
         for conv in convs:
-            row = store.execute("SELECT namespace FROM conversations WHERE id = ?", (conv.conversation_id,)).fetchone()
+            row = None if store is None else store.execute(
+                "SELECT namespace FROM conversations WHERE id = ?", (conv.conversation_id,)).fetchone()
             if row is not None and row[0] != conv.namespace:
                 raise BadInput(
                     f"{path.name}: conversation '{conv.conversation_id}' already exists in namespace '{row[0]}', not '{conv.namespace}'"
@@ -257,22 +271,28 @@ def ingest_parsed(
     started = time.perf_counter()
     result = IngestResult(file=str(path))
     check_parsed(store, [(path, convs)])
-    plans = [(conv, *_plan(store, conv)) for conv in convs]
+    plans = [(conv, *_plan(store, conv, path.name)) for conv in convs]
     total = sum(len(p[1]) for p in plans)
     bound = store.embedding_model()
     if total and bound is not None and bound[0] != embedder.id:
         raise store.model_mismatch(embedder.id, embedder.dimension)
-    texts = [pm.note_text for _, pending, _, _ in plans for pm in pending]
-    vectors = embed_by_length(embedder, texts, progress)
-    offset = 0
+    # embedding is the slow part: it happens before the write lock is taken, so other commands keep writing
+    pending_all = [pm for _, pending, _, _ in plans for pm in pending]
+    vectors = dict(zip((pm.content_hash for pm in pending_all),
+                       embed_by_length(embedder, [pm.note_text for pm in pending_all], progress)))
     with store.transaction():
-        if total:
+        # planned again under the lock: another ingest of the same file may have written some messages meanwhile
+        check_parsed(store, [(path, convs)])
+        plans = [(conv, *_plan(store, conv, path.name)) for conv in convs]
+        late = [pm for _, pending, _, _ in plans for pm in pending if pm.content_hash not in vectors]
+        if late:  # messages removed by a `forget` since the first plan
+            vectors.update(zip((pm.content_hash for pm in late), embedder.embed_batch([pm.note_text for pm in late])))
+        if any(p[1] for p in plans):
             store.bind_embedding_model(embedder.id, embedder.dimension)
         for conv, pending, skipped, new_sessions in plans:
             created = False
             if pending:
-                created = _write(store, conv, pending, new_sessions, vectors[offset : offset + len(pending)], path.name)
-            offset += len(pending)
+                created = _write(store, conv, pending, new_sessions, [vectors[pm.content_hash] for pm in pending], path.name)
             result.conversations.append(
                 ConversationResult(
                     conversation_id=conv.conversation_id,

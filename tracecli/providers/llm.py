@@ -23,12 +23,17 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-from tracecli.errors import ProviderError
+import pysqlite3.dbapi2 as sqlite3
+
+from tracecli.errors import ProviderError, StoreError
 from tracecli.providers.jsonschema import ReplyInvalid, Schema, parse_json_reply, schema_error, validate_reply
+from tracecli.jsonio import tree_problem
+from tracecli.redact import redact_url
 from tracecli.scope import Scope
-from tracecli.store.db import Store, dumps, utc_now
+from tracecli.text import has_surrogate
+from tracecli.store.db import ASIDE_WAIT, Store, dumps, utc_now
 
 if TYPE_CHECKING:
     # imported where a request is made: httpx costs ~70 ms at start-up, and the
@@ -52,6 +57,14 @@ _MODES = ("json_schema", "json_object", "none")
 # than stalling a build for minutes.
 MAX_RETRY_AFTER = 120.0
 
+#: The largest reply body read (bytes); a longer one is an unusable reply, never sent back to the model.
+MAX_REPLY_BYTES = 1_000_000
+#: The longest reply quoted back to the model in the corrective retry (characters).
+MAX_ECHO_CHARS = 16_000
+TIMEOUT_ENV, DEADLINE_ENV = "TRACECLI_LLM_TIMEOUT", "TRACECLI_LLM_DEADLINE"
+#: Seconds one call may take, retries included, unless twice the request timeout is longer.
+DEFAULT_DEADLINE = 60.0
+
 
 # -- settings -----------------------------------------------------------------
 @dataclass(frozen=True)
@@ -64,18 +77,32 @@ class LLMSettings:
     api_key: str | None = field(default=None, repr=False)
     temperature: float = 0.0
     max_tokens: int | None = None
-    timeout: float = 30.0
+    timeout: float = 30.0  # seconds one request may take
     max_retries: int = 3
     concurrency: int = 4
     use_cache: bool = True
+    deadline: float | None = None  # seconds one call may take with its retries (default: DEFAULT_DEADLINE or 2 × timeout)
+    max_reply_bytes: int = MAX_REPLY_BYTES
+
+    @property
+    def total_deadline(self) -> float:
+        """Seconds after which one `complete` call gives up, retries and corrective retry included."""
+        return self.deadline if self.deadline is not None else max(DEFAULT_DEADLINE, 2 * self.timeout)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LLMSettings:
-        """Settings from TRACECLI_LLM_URL / _MODEL / _API_KEY (or OPENAI_API_KEY), then `overrides`."""
+        """Settings from TRACECLI_LLM_URL / _MODEL / _API_KEY (or OPENAI_API_KEY) / _TIMEOUT / _DEADLINE, then `overrides`."""
         url = os.environ.get("TRACECLI_LLM_URL") or None
         model = os.environ.get("TRACECLI_LLM_MODEL") or None
         key = os.environ.get("TRACECLI_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
         values: dict[str, Any] = {"url": url, "model": model, "api_key": key}
+        for name, var in (("timeout", TIMEOUT_ENV), ("deadline", DEADLINE_ENV)):
+            raw = (os.environ.get(var) or "").strip()
+            if raw:
+                try:
+                    values[name] = float(raw)
+                except ValueError:
+                    raise ProviderError(f"{var}={raw!r} is not a number of seconds") from None
         unknown = set(overrides) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
             raise TypeError(f"unknown LLM setting(s): {', '.join(sorted(unknown))}")
@@ -87,9 +114,16 @@ class LLMSettings:
         return settings
 
     def check(self) -> None:
-        """Raise ProviderError if a numeric setting cannot be used."""
-        if self.timeout <= 0:
-            raise ProviderError(f"LLM timeout must be positive, not {self.timeout}")
+        """Raise ProviderError if the URL or a numeric setting cannot be used."""
+        if not 0 < self.timeout <= 86400:  # also refuses nan and inf
+            raise ProviderError(f"LLM timeout ({TIMEOUT_ENV}) must be between 0 and 86400 seconds, not {self.timeout}")
+        if self.deadline is not None and not 0 < self.deadline <= 86400:
+            raise ProviderError(f"LLM deadline ({DEADLINE_ENV}) must be between 0 and 86400 seconds, not {self.deadline}")
+        if self.max_reply_bytes < 1:
+            raise ProviderError(f"LLM max_reply_bytes must be 1 or more, not {self.max_reply_bytes}")
+        if self.url is not None and not _is_http_url(self.url):
+            raise ProviderError(f"TRACECLI_LLM_URL '{redact_url(self.url)}' is not an http(s) URL; write it like "
+                                "http://localhost:11434/v1")
         if self.max_retries < 0:
             raise ProviderError(f"LLM max_retries must be 0 or more, not {self.max_retries}")
         if self.concurrency < 1:
@@ -107,24 +141,19 @@ class LLMSettings:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "timeout": self.timeout,
+            "deadline": self.total_deadline,
             "max_retries": self.max_retries,
             "concurrency": self.concurrency,
             "use_cache": self.use_cache,
         }
 
 
-def redact_url(url: str | None) -> str | None:
-    """The URL without user info or query string (either may carry a secret)."""
-    if not url:
-        return url
+def _is_http_url(url: str) -> bool:
     try:
         parts = urlsplit(url)
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
     except ValueError:
-        return "<unparseable URL>"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+        return False
 
 
 # -- results and requests -------------------------------------------------------
@@ -249,6 +278,10 @@ class _Retryable(Exception):
 
 class _FormatRejected(Exception):
     pass
+
+
+class _Unusable(Exception):
+    """A reply that is no chat completion we can use (too large); the corrective retry does not quote it."""
 
 
 @dataclass
@@ -415,11 +448,12 @@ class OpenAIChatModel:
     def _fetch(self, prep: _Prepared) -> _Outcome:
         prep.started = time.perf_counter()  # latency excludes time queued for a worker
         result = LLMResult(ok=False, model=self.model, stage=prep.stage)
+        deadline_at = time.monotonic() + self.settings.total_deadline
         try:
-            text, value, problem = self._attempt(prep.messages, prep.schema, result)
+            text, value, problem = self._attempt(prep.messages, prep.schema, result, deadline_at)
             if problem is not None:
                 retry = list(prep.messages)
-                if text:
+                if text and len(text) <= MAX_ECHO_CHARS:
                     retry.append({"role": "assistant", "content": text})
                 retry.append(
                     {
@@ -432,7 +466,7 @@ class OpenAIChatModel:
                         ),
                     }
                 )
-                text, value, problem = self._attempt(retry, prep.schema, result)
+                text, value, problem = self._attempt(retry, prep.schema, result, deadline_at)
             result.text, result.value = text, value
             if problem is None:
                 result.ok = True
@@ -445,67 +479,82 @@ class OpenAIChatModel:
             return _Outcome(result, exc)
 
     def _attempt(
-        self, messages: list[dict[str, Any]], schema: Schema | None, result: LLMResult
+        self, messages: list[dict[str, Any]], schema: Schema | None, result: LLMResult, deadline_at: float
     ) -> tuple[str, Any, str | None]:
         """One request and its check: (text, validated value, problem or None)."""
-        text = self._chat(messages, schema, result)
+        try:
+            text = self._chat(messages, schema, result, deadline_at)
+        except _Unusable as exc:
+            return "", None, str(exc)
         if text is None:
             return "", None, "the endpoint's reply is not a chat completion"
+        if has_surrogate(text):  # not Unicode: it could be neither sent back nor stored
+            return "", None, "the reply holds a lone surrogate, which is not Unicode"
         if schema is None:
             return text, None, None
         try:
-            return text, validate_reply(text, schema), None
+            value = validate_reply(text, schema)
         except ReplyInvalid as exc:
             return text, None, str(exc)
+        problem = tree_problem(value)
+        return (text, value, None) if problem is None else (text, None, f"the reply's JSON: {problem}")
 
     def _finish(self, prep: _Prepared, outcome: _Outcome) -> LLMResult:
         result = outcome.result
         result.latency_ms = (time.perf_counter() - prep.started) * 1000.0
         if self.store is not None:
-            scope = prep.scope
-            conversations = sorted(set(scope.conversation_ids)) if scope is not None else []
-            with _STORE_LOCK, self.store.transaction():
-                if result.ok and not result.cache_hit:
-                    self.store.db.table("llm_cache").insert(
-                        {
-                            "key": prep.key,
-                            "model": self.model,
-                            "schema_hash": prep.schema_hash,
-                            "prompt_hash": prep.prompt_hash,
-                            "reply": result.text,
-                            "created_at": utc_now(),
-                            "namespace": scope.namespace if scope is not None else None,
-                            "conversation_ids": dumps(conversations),
-                        },
-                        pk="key",
-                        replace=True,
-                    )
-                elif result.cache_hit and not set(conversations) <= set(prep.cached_conversations):
-                    # the same prompt from another conversation of the namespace: `forget` of either drops it
-                    merged = sorted(set(conversations) | set(prep.cached_conversations))
-                    self.store.execute("UPDATE llm_cache SET conversation_ids = ? WHERE key = ?", (dumps(merged), prep.key))
-                self.store.db.table("llm_ledger").insert(
-                    {
-                        "stage": result.stage,
-                        "model": self.model,
-                        "tokens_in": result.tokens_in,
-                        "tokens_out": result.tokens_out,
-                        "latency_ms": round(result.latency_ms, 3),
-                        "cache_hit": int(result.cache_hit),
-                        "fallback": int(result.fallback),
-                        "ok": int(result.ok),
-                        "created_at": utc_now(),
-                    }
-                )
+            try:
+                self._record(self.store, prep, result)
+            except (StoreError, sqlite3.OperationalError) as exc:
+                # the cache and the ledger are records: a busy or read-only file costs them, not the reply
+                logger.info("LLM reply for stage %s not recorded: %s", prep.stage, exc)
         if outcome.error is not None:
             raise outcome.error
         return result
 
+    def _record(self, store: Store, prep: _Prepared, result: LLMResult) -> None:
+        """Cache the reply and add the call to the ledger (inside the caller's transaction, or briefly waiting for one)."""
+        scope = prep.scope
+        conversations = sorted(set(scope.conversation_ids)) if scope is not None else []
+        with _STORE_LOCK, store.transaction(wait=ASIDE_WAIT):
+            if result.ok and not result.cache_hit:
+                store.db.table("llm_cache").insert(
+                    {
+                        "key": prep.key,
+                        "model": self.model,
+                        "schema_hash": prep.schema_hash,
+                        "prompt_hash": prep.prompt_hash,
+                        "reply": result.text,
+                        "created_at": utc_now(),
+                        "namespace": scope.namespace if scope is not None else None,
+                        "conversation_ids": dumps(conversations),
+                    },
+                    pk="key",
+                    replace=True,
+                )
+            elif result.cache_hit and not set(conversations) <= set(prep.cached_conversations):
+                # the same prompt from another conversation of the namespace: `forget` of either drops it
+                merged = sorted(set(conversations) | set(prep.cached_conversations))
+                store.execute("UPDATE llm_cache SET conversation_ids = ? WHERE key = ?", (dumps(merged), prep.key))
+            store.db.table("llm_ledger").insert(
+                {
+                    "stage": result.stage,
+                    "model": self.model,
+                    "tokens_in": result.tokens_in,
+                    "tokens_out": result.tokens_out,
+                    "latency_ms": round(result.latency_ms, 3),
+                    "cache_hit": int(result.cache_hit),
+                    "fallback": int(result.fallback),
+                    "ok": int(result.ok),
+                    "created_at": utc_now(),
+                }
+            )
+
     # -- HTTP ----------------------------------------------------------------------
-    def _timeout(self) -> httpx.Timeout:
+    def _timeout(self, remaining: float | None = None) -> httpx.Timeout:
         import httpx
 
-        t = self.settings.timeout
+        t = self.settings.timeout if remaining is None else max(0.001, min(self.settings.timeout, remaining))
         return httpx.Timeout(t, connect=min(t, 10.0))
 
     def _headers(self) -> dict[str, str]:
@@ -531,12 +580,13 @@ class OpenAIChatModel:
         body["messages"] = messages
         return body
 
-    def _chat(self, messages: list[dict[str, Any]], schema: Schema | None, result: LLMResult) -> str | None:
+    def _chat(self, messages: list[dict[str, Any]], schema: Schema | None, result: LLMResult,
+              deadline_at: float) -> str | None:
         """One logical request: format downgrades and transient-error retries included."""
         mode = self._mode if schema is not None else "none"
         while True:
             try:
-                text = self._post_with_retries(self._body(messages, schema, mode), result)
+                text = self._post_with_retries(self._body(messages, schema, mode), result, deadline_at)
             except _FormatRejected:
                 mode = _MODES[_MODES.index(mode) + 1]
                 logger.info("LLM endpoint rejected response_format; trying %s", mode)
@@ -545,44 +595,55 @@ class OpenAIChatModel:
                 self._mode = mode
             return text
 
-    def _post_with_retries(self, body: dict[str, Any], result: LLMResult) -> str | None:
+    def _post_with_retries(self, body: dict[str, Any], result: LLMResult, deadline_at: float) -> str | None:
         attempt = 0
         while True:
+            remaining = deadline_at - time.monotonic()
+            if remaining <= 0:
+                raise self._late()
             result.attempts += 1
             try:
-                return self._post_once(body, result)
+                return self._post_once(body, result, deadline_at)
             except _Retryable as exc:
                 if attempt >= self.settings.max_retries:
                     raise ProviderError(
                         f"LLM endpoint {redact_url(self.url)} failed after {attempt + 1} attempts ({exc.reason})"
                     ) from None
                 delay = exc.delay if exc.delay is not None else self._backoff(attempt)
+                if time.monotonic() + delay >= deadline_at:
+                    raise self._late(exc.reason) from None
                 logger.info("LLM request failed (%s); retrying in %.2f s", exc.reason, delay)
                 self._sleep(delay)
                 attempt += 1
+
+    def _late(self, reason: str | None = None) -> ProviderError:
+        why = f"; last: {reason}" if reason else ""
+        return ProviderError(f"LLM endpoint {redact_url(self.url)} gave no usable reply within "
+                             f"{self.settings.total_deadline:g} s ({DEADLINE_ENV}){why}")
 
     def _backoff(self, attempt: int) -> float:
         with self._rng_lock:
             jitter = 0.5 + self._rng.random() / 2
         return float(min(self._backoff_cap, self._backoff_base * 2.0**attempt) * jitter)
 
-    def _post_once(self, body: dict[str, Any], result: LLMResult) -> str | None:
+    def _post_once(self, body: dict[str, Any], result: LLMResult, deadline_at: float) -> str | None:
         """One HTTP request: the reply's content, or None if the body is not a chat completion."""
         import httpx
 
+        url = f"{self.url}/chat/completions"
         try:
-            resp = self._client.post(
-                f"{self.url}/chat/completions", json=body, headers=self._headers(), timeout=self._timeout()
-            )
+            with self._client.stream("POST", url, json=body, headers=self._headers(),
+                                     timeout=self._timeout(deadline_at - time.monotonic())) as resp:
+                status = resp.status_code
+                raw = self._read_capped(resp, deadline_at)
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             raise _Retryable(type(exc).__name__) from None
+        except httpx.InvalidURL:
+            raise ProviderError(f"LLM URL {redact_url(self.url)} is not a valid URL") from None
         except httpx.HTTPError as exc:
             raise ProviderError(
                 f"LLM endpoint {redact_url(self.url)} cannot be reached ({type(exc).__name__})"
             ) from None
-        except httpx.InvalidURL:
-            raise ProviderError(f"LLM URL {redact_url(self.url)} is not a valid URL") from None
-        status = resp.status_code
         if status in (401, 403):
             raise ProviderError("LLM endpoint refused the API key")
         if status == 429:
@@ -597,13 +658,13 @@ class OpenAIChatModel:
         if status == 400 and "response_format" in body:
             raise _FormatRejected()
         if status >= 400:
-            detail = self._scrub(_error_detail(resp))
+            detail = self._scrub(_error_detail(raw))
             raise ProviderError(
                 f"LLM endpoint {redact_url(self.url)} answered HTTP {status}" + (f": {detail}" if detail else "")
             )
         try:
-            payload = resp.json()
-        except ValueError:
+            payload = json.loads(raw)
+        except (ValueError, RecursionError):
             return None
         if not isinstance(payload, dict):
             return None
@@ -617,6 +678,23 @@ class OpenAIChatModel:
             return None
         # null content (e.g. a refusal or only tool calls) is an empty reply
         return content if isinstance(content, str) else ""
+
+    def _read_capped(self, resp: httpx.Response, deadline_at: float) -> bytes:
+        """The body, read until `max_reply_bytes` or the deadline: _Unusable past the one, _Retryable past the other."""
+        cap = self.settings.max_reply_bytes
+        declared = resp.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > cap:
+            raise _Unusable(f"the reply is {int(declared):,} bytes; at most {cap:,} are read")
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in resp.iter_bytes():
+            size += len(chunk)
+            if size > cap:
+                raise _Unusable(f"the reply is larger than {cap:,} bytes")
+            if time.monotonic() > deadline_at:
+                raise _Retryable("the reply was still arriving at the deadline")
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _scrub(self, text: str) -> str:
         key = self.settings.api_key
@@ -645,14 +723,14 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, seconds)
 
 
-def _error_detail(resp: httpx.Response) -> str:
+def _error_detail(raw: bytes) -> str:
     try:
-        payload = resp.json()
+        payload = json.loads(raw)
         err = payload.get("error") if isinstance(payload, dict) else None
         msg = err.get("message") if isinstance(err, dict) else err
         text = str(msg) if msg else ""
-    except ValueError:
-        text = resp.text
+    except (ValueError, RecursionError):
+        text = raw[:2000].decode("utf-8", "replace")
     text = " ".join(text.split())
     return text[:200]
 

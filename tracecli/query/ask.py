@@ -17,6 +17,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pysqlite3.dbapi2 as sqlite3
 
 from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
@@ -27,8 +28,8 @@ from tracecli.query.settings import AskSettings
 from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
 from tracecli.query.vectors import EventVectors
 from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, qualified_ref, resolve_scope
-from tracecli.store.db import Store, dumps, placeholders, utc_now
-from tracecli.text import content_words, count_tokens, short_hash
+from tracecli.store.db import ASIDE_WAIT, Store, dumps, placeholders, utc_now
+from tracecli.text import content_words, count_tokens, has_surrogate, short_hash
 from tracecli.timeutil import iso, parse_iso, parse_user_date
 
 if TYPE_CHECKING:
@@ -78,7 +79,8 @@ class AskResult:
     timing_ms: dict[str, float]
     namespace: str = DEFAULT_NAMESPACE
     confidence: float = 0.0  # 0–1: how well the answer is grounded
-    support: str = "none"  # chain | frame | sentence | none
+    support: str = "none"  # chain | frame | sentence | llm | fallback:<chain|frame|sentence> | none
+    warnings: list[str] = field(default_factory=list)  # what went wrong around the answer (printed on stderr)
 
 
 @dataclass
@@ -247,6 +249,8 @@ class Asker:
         """
         if not question or not question.strip():
             raise BadInput("the question is empty")
+        if has_surrogate(question):
+            raise BadInput("the question holds text that is not valid Unicode (bytes that are not UTF-8)")
         t0 = time.perf_counter()
         timing: dict[str, float] = {}
         settings = self.settings
@@ -254,44 +258,53 @@ class Asker:
         if budget < 20:
             raise BadInput(f"--budget {budget} is too small; give at least 20 tokens")
         as_of_dt = _as_datetime(as_of)
-        where = resolve_scope(self.store, namespace, conversation_id)
-        scope = self._scope(list(where.conversation_ids))
-        self._scope_ids = scope.conversation_ids
-        shape = shape_of(question, scope.names, scope.now, as_of_dt)
-        timing["shape"] = _ms(t0)
-        t = time.perf_counter()
-        qvec = np.asarray(self.embedder.embed_batch([question])[0], dtype=np.float32)
-        timing["embed"] = _ms(t)
-        t = time.perf_counter()
-        hits = hybrid_search(self.store, question, qvec, scope.conversation_ids, k_dense=settings.k_dense,
-                             k_sparse=settings.k_sparse, rrf_k=settings.rrf_k)
-        note_cos = dict(zip(scope.note_rowids, (scope.note_matrix @ qvec).tolist())) if len(scope.note_rowids) else {}
-        timing["retrieve"] = _ms(t)
-        t = time.perf_counter()
-        graph = scope.view(settings.ablate)
-        self._resolve_event_scopes(shape, graph, scope, qvec, note_cos)
-        as_of_iso = _iso(shape.as_of)
-        relevance = {eid: max((note_cos.get(r, 0.0) for r in ev.note_rowids), default=0.0) for eid, ev in graph.events.items()}
-        seeds = self._seeds(graph, shape, hits, relevance)
-        ranked_events = self._rank_events(graph, shape, seeds, relevance, as_of_iso)
-        paths = traverse(graph, _one_per_sentence(ranked_events, 20), settings, as_of_iso)
-        paths = rank_paths(graph, paths, relevance, settings, as_of_iso)
-        timing["graph"] = _ms(t)
-        t = time.perf_counter()
-        best_cos = max([h.cosine for h in hits[:5]] + [0.0])
-        ranked_events = self._rerank_sentences(scope, qvec, ranked_events)
-        answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question,
-                                self._readers(scope, qvec))
-        if self._unmentioned(shape, scope.conversation_ids):
-            # "Where is Alice going?" over a chat where no Alice ever appears: whatever ranked best is about
-            # someone else, so say that nothing is known rather than answer with another person's facts
-            answer = Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
-        context, shown_paths = self._context(scope, shape, answer, paths, hits, budget, as_of_iso, relevance, question)
+        # every read of one question sees one committed state, whatever other commands write meanwhile
+        with self.store.snapshot():
+            where = resolve_scope(self.store, namespace, conversation_id)
+            scope = self._scope(list(where.conversation_ids))
+            self._scope_ids = scope.conversation_ids
+            shape = shape_of(question, scope.names, scope.now, as_of_dt)
+            timing["shape"] = _ms(t0)
+            t = time.perf_counter()
+            qvec = np.asarray(self.embedder.embed_batch([question])[0], dtype=np.float32)
+            timing["embed"] = _ms(t)
+            t = time.perf_counter()
+            hits = hybrid_search(self.store, question, qvec, scope.conversation_ids, k_dense=settings.k_dense,
+                                 k_sparse=settings.k_sparse, rrf_k=settings.rrf_k)
+            note_cos = dict(zip(scope.note_rowids, (scope.note_matrix @ qvec).tolist())) if len(scope.note_rowids) else {}
+            timing["retrieve"] = _ms(t)
+            t = time.perf_counter()
+            graph = scope.view(settings.ablate)
+            self._resolve_event_scopes(shape, graph, scope, qvec, note_cos)
+            as_of_iso = _iso(shape.as_of)
+            relevance = {eid: max((note_cos.get(r, 0.0) for r in ev.note_rowids), default=0.0) for eid, ev in graph.events.items()}
+            seeds = self._seeds(graph, shape, hits, relevance)
+            ranked_events = self._rank_events(graph, shape, seeds, relevance, as_of_iso)
+            paths = traverse(graph, _one_per_sentence(ranked_events, 20), settings, as_of_iso)
+            paths = rank_paths(graph, paths, relevance, settings, as_of_iso)
+            timing["graph"] = _ms(t)
+            t = time.perf_counter()
+            best_cos = max([h.cosine for h in hits[:5]] + [0.0])
+            ranked_events = self._rerank_sentences(scope, qvec, ranked_events)
+            answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question,
+                                    self._readers(scope, qvec))
+            if self._unmentioned(shape, scope.conversation_ids):
+                # "Where is Alice going?" over a chat where no Alice ever appears: whatever ranked best is about
+                # someone else, so say that nothing is known rather than answer with another person's facts
+                answer = Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
+            context, shown_paths = self._context(scope, shape, answer, paths, hits, budget, as_of_iso, relevance, question)
+        warnings: list[str] = []
+        support = "none" if answer.abstained else answer.support
         if self.llm is not None and getattr(self.llm, "is_available", False):
-            from tracecli.query.llm_answer import answer_with_llm
+            from tracecli.query.llm_answer import llm_answer
 
             with llm_scope(self.llm, where):
-                answer = answer_with_llm(self.llm, question, shape, context, answer)
+                answer, problem = llm_answer(self.llm, question, shape, context, answer)
+            if problem is not None:
+                warnings.append(f"the LLM's answer could not be used ({problem}); this is the offline answer")
+                support = "none" if answer.abstained else f"fallback:{answer.support}"
+            else:
+                support = "none" if answer.abstained else "llm"
         timing["answer"] = _ms(t)
         timing["total"] = _ms(t0)
         refs = list(dict.fromkeys(answer.source_refs))
@@ -299,12 +312,43 @@ class Asker:
             answer_id="ans_" + short_hash(question, as_of_iso, ",".join(scope.conversation_ids), time.time_ns()),
             question=question, answer=answer.text, abstained=answer.abstained, plan=shape.plan, as_of=as_of_iso,
             source_refs=refs, context=context, paths=shown_paths, timing_ms=timing, namespace=where.namespace,
-            confidence=0.0 if answer.abstained else answer.confidence, support="none" if answer.abstained else answer.support,
+            confidence=0.0 if answer.abstained else answer.confidence, support=support, warnings=warnings,
         )
-        if store_answer:
-            save_answer(self.store, result, scope.conversation_ids)
-        self._own_writes_done()
+        self._record(scope, result if store_answer else None)
         return result
+
+    def _record(self, scope: _Scope, result: AskResult | None) -> None:
+        """Store the answer (what `trace` replays) and new event vectors, if the file can be written soon.
+
+        Neither is the answer itself: when another command holds the write lock past a short wait, or
+        the file is read-only, the question is still answered and a warning says what was not kept.
+        """
+        from tracecli.errors import StoreBusy, StoreError, StoreReadOnly
+
+        vectors = scope.vectors
+        if result is None and (vectors is None or not vectors.pending):
+            return
+        try:
+            with self.store.transaction(wait=ASIDE_WAIT):
+                if vectors is not None:
+                    vectors.flush()
+                if result is not None:
+                    gone = _forgotten_sources(self.store, result, scope.conversation_ids)
+                    if gone:  # a `forget` committed after this question's snapshot: its record must not cite them
+                        result.warnings.append(f"the answer was not stored: message(s) it cites were forgotten "
+                                               f"meanwhile ({', '.join(gone[:5])})")
+                    else:
+                        save_answer(self.store, result, scope.conversation_ids)
+        except (StoreError, sqlite3.OperationalError) as exc:
+            if vectors is not None:
+                vectors.pending.clear()  # they stay in memory for this process; the next write may keep them
+            if result is not None:
+                failure = exc if isinstance(exc, StoreError) else self.store.failure(exc)
+                reason = ("another command is writing the file" if isinstance(failure, StoreBusy)
+                          else "the file is read-only" if isinstance(failure, StoreReadOnly) else str(failure))
+                result.warnings.append(f"the answer was not stored ({reason}); "
+                                       f"`tracecli trace {result.answer_id}` will not find it")
+        self._own_writes_done()
 
     def _resolve_event_scopes(self, shape: QueryShape, graph: Graph, scope: _Scope, qvec: np.ndarray,
                               note_cos: dict[int, float]) -> None:
@@ -666,6 +710,26 @@ def _as_datetime(value: str | dt.datetime | None) -> dt.datetime | None:
 
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
+
+
+def _forgotten_sources(store: Store, result: AskResult, conversation_ids: Sequence[str]) -> list[str]:
+    """The message refs an answer cites (its sources and context items) that no message of its conversations has now."""
+    cids = set(conversation_ids)
+    wanted: dict[str, str] = {}  # the ref as written → the id or source ref to look for
+    for ref in dict.fromkeys([*result.source_refs, *(r for item in result.context for r in item.source_refs)]):
+        if ref.startswith(("cl_", "wp_", "tr_", "sn_")):
+            continue  # claims, pages, trajectories, snapshots: not messages
+        owner = next((c for c in cids if ref.startswith(f"{c}:")), None)  # "conversation:ref" in a multi-conversation answer
+        wanted[ref] = ref[len(owner) + 1:] if owner else ref
+    if not wanted or not cids:
+        return []
+    looked = list(dict.fromkeys(wanted.values()))
+    found: set[str] = set()
+    for mid, sref in store.execute(
+            f"SELECT id, source_ref FROM messages WHERE conversation_id IN ({placeholders(list(cids))}) "
+            f"AND (id IN ({placeholders(looked)}) OR source_ref IN ({placeholders(looked)}))", [*cids, *looked, *looked]):
+        found.update((mid, sref))
+    return [ref for ref, local in wanted.items() if local not in found]
 
 
 def save_answer(store: Store, result: AskResult, conversation_ids: Sequence[str]) -> None:

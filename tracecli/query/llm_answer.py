@@ -45,15 +45,30 @@ def build_messages(question: str, shape: QueryShape, context: Sequence[Any]) -> 
 
 def answer_with_llm(llm: ChatModel, question: str, shape: QueryShape, context: Sequence[Any], offline: Answer) -> Answer:
     """Ask the model; keep its answer only if every cited ref is in the context."""
-    from tracecli.providers.llm import complete_or_fallback
+    return llm_answer(llm, question, shape, context, offline)[0]
+
+
+def llm_answer(llm: Any, question: str, shape: QueryShape, context: Sequence[Any],
+               offline: Answer) -> tuple[Answer, str | None]:
+    """The model's answer and None, or `offline` and why the model's could not be used.
+
+    A provider failure (the endpoint down after its retries, a refused key) is one of those
+    reasons, not an error: the question still has its offline answer.
+    """
+    from tracecli.errors import ProviderError
 
     allowed = {r for item in context for r in item.source_refs}
-    reply = complete_or_fallback(llm, build_messages(question, shape, context), SCHEMA, lambda: None, stage="ask")
+    try:
+        result = llm.complete(build_messages(question, shape, context), SCHEMA, stage="ask")
+    except ProviderError as exc:
+        return offline, str(exc)
+    reply = result.value if result.ok else None
     if not isinstance(reply, dict):
-        return offline
+        return offline, result.error or "the reply was not usable"
     refs = [r for r in reply.get("cited_refs", []) if isinstance(r, str)]
     if reply.get("abstain"):
-        return Answer(text=NOT_ENOUGH, abstained=True, method="llm")
+        return Answer(text=NOT_ENOUGH, abstained=True, method="llm"), None
     if not refs or any(r not in allowed for r in refs) or not str(reply.get("answer", "")).strip():
-        return offline
-    return Answer(text=str(reply["answer"]).strip(), abstained=False, event_ids=offline.event_ids, source_refs=refs, method="llm")
+        return offline, "the reply cited no message of the context"
+    return Answer(text=str(reply["answer"]).strip(), abstained=False, event_ids=offline.event_ids, source_refs=refs,
+                  method="llm", support="llm", confidence=offline.confidence), None

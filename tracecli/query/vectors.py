@@ -19,7 +19,8 @@ import numpy as np
 import pysqlite3.dbapi2 as sqlite3
 
 from tracecli.query.paths import EventNode
-from tracecli.store.db import Store, placeholders
+from tracecli.errors import StoreError
+from tracecli.store.db import ASIDE_WAIT, Store, placeholders
 from tracecli.text import short_hash
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class EventVectors:
         self.model = embedder_id(embedder)
         self._vecs: dict[str, np.ndarray] = {}
         self._hashes: dict[str, str] = {}
+        self.pending: list[tuple[str, str, str, str, bytes]] = []  # computed, not yet stored
 
     def __len__(self) -> int:
         return len(self._vecs)
@@ -93,19 +95,32 @@ class EventVectors:
         return np.stack([self._vecs[ev.id] for ev in events])
 
     def _write(self, rows: list[tuple[str, str, str, str, bytes]]) -> None:
-        if not self.store.has_table("event_vectors"):
+        """Store new vectors now, or, inside a transaction (ask reads in one snapshot), when `flush` is called."""
+        self.pending.extend(rows)
+        if not self.store.conn.in_transaction:
+            try:
+                with self.store.transaction(wait=ASIDE_WAIT):
+                    self.flush()
+            except (StoreError, sqlite3.OperationalError):
+                # a read-only or busy file: the vectors still serve this process
+                self.pending.clear()
+
+    def flush(self) -> None:
+        """Write the pending vectors (inside the caller's write transaction)."""
+        rows, self.pending = self.pending, []
+        if not rows or not self.store.has_table("event_vectors"):
             return
         try:
             with self.store.transaction():
                 self.store.conn.executemany(
-                    "INSERT INTO event_vectors(event_id, conversation_id, model, quote_hash, embedding) VALUES (?,?,?,?,?) "
+                    "INSERT INTO event_vectors(event_id, conversation_id, model, quote_hash, embedding) "
+                    "SELECT ?,?,?,?,? WHERE EXISTS (SELECT 1 FROM events WHERE id = ?1) "
                     "ON CONFLICT(event_id) DO UPDATE SET conversation_id = excluded.conversation_id, "
                     "model = excluded.model, quote_hash = excluded.quote_hash, embedding = excluded.embedding",
                     rows,
                 )
-        except (sqlite3.OperationalError, sqlite3.IntegrityError):
-            # a read-only or busy file, or an event removed meanwhile: the vectors still serve this process
-            pass
+        except sqlite3.IntegrityError:
+            pass  # an event removed meanwhile (forget, rebuild): its vector is not needed
 
 
 __all__ = ["EventVectors", "embedder_id", "quote_hash"]

@@ -1,11 +1,22 @@
-"""Open a tracecli database: pysqlite3 with sqlite-vec loaded, WAL, foreign keys."""
+"""Open a tracecli database: pysqlite3 with sqlite-vec loaded, WAL, foreign keys.
+
+A file is tracecli's when its `meta` table says so (the `application` row, written when tracecli
+creates the file) or, for files made before that row existed, when it records tracecli's migrations.
+Any other SQLite file is refused before anything is written to it: no migration, no journal-mode
+switch. Commands that only read never create, upgrade or change a file.
+
+Writes are transactions begun IMMEDIATE, so a second writer queues for the lock (up to the busy
+timeout) instead of failing half-way; readers in WAL mode never wait for a writer.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import importlib.util
+import itertools
 import json
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -14,13 +25,26 @@ from typing import TYPE_CHECKING, Any
 
 import pysqlite3.dbapi2 as sqlite3
 
-from tracecli.errors import ModelMismatch, StoreError
+from tracecli.errors import BadInput, ModelMismatch, StoreBusy, StoreError, StoreReadOnly
 from tracecli.store.schema import MIGRATION_SET, SCHEMA
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
 VECTOR_TABLES = {"note_vectors": "notes"}
+#: The meta row that marks a file as tracecli's.
+APPLICATION_KEY, APPLICATION = "application", "tracecli"
+#: The first 16 bytes of every SQLite 3 database file (sqlite.org/fileformat.html, "The Database Header").
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: Seconds a write waits for another command's write lock before giving up (env TRACECLI_BUSY_TIMEOUT).
+BUSY_TIMEOUT_ENV = "TRACECLI_BUSY_TIMEOUT"
+DEFAULT_BUSY_TIMEOUT = 60.0
+#: Seconds a write that only records or caches something (ask's answer, event vectors, the LLM ledger)
+#: waits for the lock: a question is answered without it rather than after a long wait.
+ASIDE_WAIT = 2.0
+#: The commands that upgrade an older file (named when a reading command finds one).
+WRITING_COMMANDS = "`tracecli ingest`, `build-graph`, `compile-wiki` or `forget`"
+
 
 def utc_now() -> str:
     """The current UTC time as ISO-8601 text with a trailing Z."""
@@ -34,6 +58,9 @@ class Store:
     conn: sqlite3.Connection
     path: Path
     _db: Database | None = field(default=None, repr=False)
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    read_only: bool = False  # opened read-only: the file (or its folder) may not be written by this process
+    _savepoints: itertools.count[int] = field(default_factory=itertools.count, repr=False)
 
     @property
     def db(self) -> Database:
@@ -54,10 +81,75 @@ class Store:
         return [dict(zip(cols, row)) for row in cur.fetchall()]
 
     @contextmanager
-    def transaction(self) -> Iterator[Store]:
-        """One atomic write; nested calls become savepoints."""
-        with self.db.atomic():
+    def transaction(self, *, wait: float | None = None) -> Iterator[Store]:
+        """One atomic write; nested calls become savepoints.
+
+        The outermost call begins IMMEDIATE: it takes the write lock first, waiting up to `wait`
+        seconds (default: the busy timeout) for another command's, so a deferred read never has to
+        be upgraded to a write after someone else committed. StoreBusy when the lock stays taken,
+        StoreReadOnly when this process may not write the file.
+        """
+        conn = self.conn
+        if conn.in_transaction:
+            name = f"tracecli_{next(self._savepoints)}"
+            conn.execute(f"SAVEPOINT {name}")
+            try:
+                yield self
+            except BaseException:
+                if conn.in_transaction:  # an error can end the whole transaction, savepoints included
+                    conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                    conn.execute(f"RELEASE SAVEPOINT {name}")
+                raise
+            conn.execute(f"RELEASE SAVEPOINT {name}")
+            return
+        self._begin_immediate(wait)
+        try:
             yield self
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _begin_immediate(self, wait: float | None) -> None:
+        if self.read_only:
+            raise StoreReadOnly(f"{self.path}: cannot write: the file is read-only for this user")
+        timeout = self.busy_timeout if wait is None else wait
+        if wait is not None:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise self.failure(exc, waited=timeout) from None
+        finally:
+            if wait is not None:
+                self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Store]:
+        """Read inside one transaction, so every query sees the same committed state while others write.
+
+        A no-op inside a transaction. Nothing may be written in the block.
+        """
+        conn = self.conn
+        if conn.in_transaction:
+            yield self
+            return
+        conn.execute("BEGIN")
+        try:
+            yield self
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+    def failure(self, exc: BaseException, *, waited: float | None = None) -> StoreError:
+        """The one-line error for an SQLite failure on this file (busy, read-only, damaged)."""
+        return store_failure(exc, self.path, waited=self.busy_timeout if waited is None else waited)
 
     # -- meta ---------------------------------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None:
@@ -132,51 +224,177 @@ def vec0_path() -> str:
     return os.path.normpath(os.path.join(os.path.dirname(spec.origin), "vec0"))
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, *, wal: bool = True, read_only: bool = False, timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
+    """A connection with sqlite-vec loaded and foreign keys on; `wal` also switches the file to WAL."""
     try:
-        conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
+        if read_only:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=timeout)
+        else:
+            conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot be opened ({exc})") from None
+    try:
         conn.enable_load_extension(True)
         conn.load_extension(vec0_path())
         conn.enable_load_extension(False)
-        conn.execute("PRAGMA journal_mode=WAL")
+        if wal:
+            conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
     except sqlite3.DatabaseError as exc:
+        conn.close()
         raise StoreError(f"{path}: not a tracecli database ({exc})") from exc
     return conn
 
 
-def open_store(path: str | Path, *, create: bool = True) -> Store:
-    """Open (and if needed create and upgrade) the database at `path`."""
+def busy_timeout_from_env() -> float:
+    """The busy timeout in seconds: TRACECLI_BUSY_TIMEOUT, else 60."""
+    raw = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_BUSY_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86400:  # also refuses nan and inf
+        raise BadInput(f"{BUSY_TIMEOUT_ENV}={raw!r}: give the seconds to wait for another command's write lock (0–86400)")
+    return value
+
+
+def _file_kind(path: Path) -> str:
+    """'missing', 'empty' (0 bytes) or 'sqlite'; StoreError for a directory, a FIFO or device, or another format."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"{path}: is a directory, not a database file")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"{path}: is not a regular file (a FIFO, socket or device); give --db a database file")
+    if st.st_size == 0:
+        return "empty"
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if head != SQLITE_HEADER:
+        raise StoreError(f"{path}: not a tracecli database (not an SQLite file); tracecli left it unchanged")
+    return "sqlite"
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the file and create its -wal and -shm files next to it."""
+    return os.access(path, os.W_OK) and os.access(path.parent if str(path.parent) else Path("."), os.W_OK)
+
+
+def _identify(conn: sqlite3.Connection, path: Path) -> list[str] | None:
+    """tracecli's migrations applied to the file, None for a blank SQLite file; StoreError for another program's file."""
+    tables = {r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")}
+    recorded: list[tuple[str, str]] = []
+    if "_sqlite_migrations" in tables:
+        recorded = [(r[0], r[1]) for r in conn.execute("SELECT migration_set, name FROM _sqlite_migrations ORDER BY rowid")]
+    ours = [name for mset, name in recorded if mset == MIGRATION_SET]
+    marked = "meta" in tables and conn.execute(
+        "SELECT 1 FROM meta WHERE key = ? AND value = ?", (APPLICATION_KEY, APPLICATION)).fetchone() is not None
+    if marked or (ours and "meta" in tables):
+        return ours
+    if not tables - {"_sqlite_migrations"} and not recorded:
+        return None
+    others = sorted(tables - {"_sqlite_migrations"})
+    listed = ", ".join(others[:5]) + (" …" if len(others) > 5 else "")
+    raise StoreError(f"{path}: not a tracecli database (it holds other tables: {listed or 'none'}); "
+                     "tracecli left it unchanged — give --db another file")
+
+
+def open_store(path: str | Path, *, create: bool = True, upgrade: bool = True, busy_timeout: float | None = None) -> Store:
+    """Open the tracecli database at `path`: with `create`, make it when missing; with `upgrade`, apply pending migrations.
+
+    Commands that only read pass create=False, upgrade=False: then nothing is ever written, and an
+    older file is refused with the commands that upgrade it. A file that is not tracecli's is refused
+    before anything is written, whatever the flags. A file this process may not write is opened
+    read-only (its writes raise StoreReadOnly).
+    """
     path = Path(path)
     if not path.parent.is_dir():
         missing = "is not a directory" if path.parent.exists() else "does not exist"
         raise StoreError(f"{path}: directory {path.parent} {missing}")
-    if not create and path.is_file() and path.stat().st_size == 0:
-        # SQLite would take an empty file for a new database and write a schema into it
-        raise StoreError(f"{path}: empty file, not a tracecli database; run `tracecli ingest` to create one")
-    if not create and not path.exists():
+    timeout = busy_timeout_from_env() if busy_timeout is None else busy_timeout
+    kind = _file_kind(path)
+    if kind == "missing" and not create:
         raise StoreError(f"{path}: no such database; run `tracecli ingest` first")
-    if path.exists() and path.is_dir():
-        raise StoreError(f"{path}: is a directory, not a database file")
-    conn = _connect(path)
-    store = Store(conn=conn, path=path)
+    read_only = kind != "missing" and not _writable(path)
+    conn = _connect(path, wal=False, read_only=read_only, timeout=timeout)
+    store = Store(conn=conn, path=path, busy_timeout=timeout, read_only=read_only)
     try:
-        applied = applied_migrations(conn)
-        unknown = set(applied) - set(SCHEMA)
-        if unknown:
-            raise StoreError(
-                f"{path}: written by a newer tracecli (unknown migrations: "
-                f"{', '.join(sorted(unknown))}); upgrade tracecli"
-            )
+        applied = _identify(conn, path) if kind == "sqlite" else None
+        if applied is None and not create:
+            raise StoreError(f"{path}: holds no tracecli data yet; run `tracecli ingest` first")
+        _check_known(path, applied or [])
+        if applied is None or set(applied) != set(SCHEMA):
+            if not upgrade:
+                raise StoreError(f"{path}: written by an older tracecli (schema v{len(applied or [])}, this one reads "
+                                 f"v{len(SCHEMA)}); run {WRITING_COMMANDS} once to upgrade it")
+            _migrate(store)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise store.failure(exc) from None
+    except BaseException:
+        conn.close()
+        raise
+    return store
+
+
+@contextmanager
+def read_store(path: str | Path) -> Iterator[Store]:
+    """The store for a command that only reads: never created or upgraded, one consistent snapshot throughout."""
+    with open_store(path, create=False, upgrade=False) as store, store.snapshot():
+        yield store
+
+
+def _check_known(path: Path, applied: Sequence[str]) -> None:
+    unknown = set(applied) - set(SCHEMA)
+    if unknown:
+        raise StoreError(
+            f"{path}: written by a newer tracecli (unknown migrations: "
+            f"{', '.join(sorted(unknown))}); upgrade tracecli"
+        )
+
+
+def _migrate(store: Store) -> None:
+    """Make a blank file tracecli's, or bring an older one up to date, holding the write lock throughout."""
+    conn = store.conn
+    if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+        conn.execute("PRAGMA journal_mode=WAL")
+    with store.transaction():
+        # again under the lock: another command may have created or upgraded the file meanwhile
+        applied = _identify(conn, store.path) or []
+        _check_known(store.path, applied)
         if set(applied) != set(SCHEMA):
             from tracecli.store.migrations import migrations
 
             migrations.apply(store.db)
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise StoreError(f"{path}: not a tracecli database ({exc})") from exc
-    return store
+            store.set_meta(APPLICATION_KEY, APPLICATION)
+
+
+def store_failure(exc: BaseException, path: str | Path, *, waited: float | None = None) -> StoreError:
+    """One line for an SQLite error (or undecodable text) met while using the database at `path`."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if isinstance(exc, UnicodeDecodeError):
+        return StoreError(f"{path}: holds text that is not valid UTF-8 (byte {exc.start} of a value): the file is "
+                          "damaged; restore it from a copy")
+    if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED") or "database is locked" in str(exc):
+        wait = f" for {waited:g} s" if waited is not None else ""
+        return StoreBusy(f"{path}: another command is writing it and held the lock{wait}; try again when it "
+                         f"finishes (or set {BUSY_TIMEOUT_ENV} to wait longer)")
+    if name.startswith("SQLITE_READONLY") or "readonly database" in str(exc):
+        return StoreReadOnly(f"{path}: cannot write: the file is read-only for this user")
+    if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or "malformed" in str(exc) or "not a database" in str(exc):
+        return StoreError(f"{path}: the database file is damaged ({exc}); restore it from a copy")
+    return StoreError(f"{path}: database error ({exc})")
 
 
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
@@ -190,6 +408,11 @@ def applied_migrations(conn: sqlite3.Connection) -> list[str]:
 def placeholders(values: Sequence[Any]) -> str:
     """'?,?,?' for an `IN (...)` clause with one bound parameter per value."""
     return ",".join("?" * len(values))
+
+
+def like_escape(text: str) -> str:
+    """`text` for a LIKE pattern written with `ESCAPE '\\'`: its %, _ and \\ match only themselves."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 #: values bound per statement by `execute_in` (SQLite allows 32,766 parameters; short lists keep plans simple)
@@ -215,4 +438,5 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["Store", "open_store", "utc_now", "dumps", "placeholders", "execute_in", "MIGRATION_SET"]
+__all__ = ["Store", "open_store", "read_store", "store_failure", "utc_now", "dumps", "placeholders", "like_escape", "execute_in", "MIGRATION_SET",
+           "ASIDE_WAIT"]

@@ -13,6 +13,7 @@ from tracecli.errors import BadInput, NotFound
 from tracecli.files import write_out
 from tracecli.ingest.pipeline import message_hash
 from tracecli.store.db import Store
+from tracecli.text import json_text
 from tracecli.transfer.model import (
     DERIVED_TABLES, EXPORT_FORMAT, EXPORT_VERSION, FORMATS, PARENT, ExportConversation, ExportData, ExportMessage,
     ExportResult, ExportSession, TableCount, primary_key,
@@ -148,7 +149,7 @@ def serialize(data: ExportData, fmt: str = "json") -> str:
         ]
         if data.derived:
             doc["tables"] = {t: [_json_row(r) for r in data.tables.get(t, [])] for t in DERIVED_TABLES}
-        return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+        return json_text(doc, indent=2) + "\n"
     if fmt != "jsonl":
         raise BadInput(f"unknown export format '{fmt}'; choose one of {', '.join(FORMATS)}")
     records: list[dict[str, Any]] = [{"record": "header", **_header(data)}]
@@ -164,7 +165,7 @@ def serialize(data: ExportData, fmt: str = "json") -> str:
     if data.derived:
         for t in DERIVED_TABLES:
             records.extend({"record": "row", "table": t, "row": _json_row(r)} for r in data.tables.get(t, []))
-    return "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
+    return "".join(json_text(r, separators=(",", ":")) + "\n" for r in records)
 
 
 def _counts(data: ExportData) -> list[TableCount]:

@@ -37,7 +37,7 @@ from tracecli.errors import BadInput, NoAnswer, NotFound
 from tracecli.graph import facets as F
 from tracecli.graph.link import MULTI_VALUED_PREFIXES
 from tracecli.scope import resolve_scope
-from tracecli.store.db import Store, dumps, placeholders, utc_now
+from tracecli.store.db import Store, dumps, like_escape, placeholders, utc_now
 from tracecli.text import content_words, short_hash
 from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow, norm_text
 
@@ -454,16 +454,19 @@ def claim_history(store: Store, query: str, conversation_id: str | None = None, 
     params: list[Any] = list(cids)
     where = f" AND conversation_id IN ({placeholders(cids)})"
     if _CLAIM_ID.match(q):
-        rows = store.query(f"SELECT * FROM claims WHERE id LIKE ?{where} ORDER BY conversation_id, idx", (q + "%", *params))
+        rows = store.query(f"SELECT * FROM claims WHERE id LIKE ? ESCAPE '\\'{where} ORDER BY conversation_id, idx",
+                           (like_escape(q) + "%", *params))
         if not rows:
             raise NotFound(f"no claim '{q}' in {store.path.name}; run `tracecli compile-wiki` first")
         hits = rows
     else:
-        terms = content_words(q) or q.lower().split()
-        cond = " AND ".join("LOWER(text) LIKE ?" for _ in terms)
+        terms = content_words(q) or [w.lower() for w in q.split() if w]
+        if not terms:
+            raise NoAnswer("the query has no words to look for")
+        cond = " AND ".join("LOWER(text) LIKE ? ESCAPE '\\'" for _ in terms)
         hits = store.query(
             f"SELECT * FROM claims WHERE {cond}{where} ORDER BY conversation_id, idx",
-            (*[f"%{t}%" for t in terms], *params),
+            (*[f"%{like_escape(t)}%" for t in terms], *params),
         )
         if not hits:
             raise NoAnswer(f"no claim mentions {' '.join(terms)!r}")

@@ -13,6 +13,7 @@ trajectories. `list_pages`, `get_page` and `export_pages` serve `tracecli wiki`.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,8 +22,8 @@ from typing import Any
 
 from tracecli.errors import BadInput, NotFound
 from tracecli.scope import resolve_scope
-from tracecli.store.db import Store, placeholders
-from tracecli.text import fts_query
+from tracecli.store.db import Store, like_escape, placeholders
+from tracecli.text import fts_query, short_hash
 
 RRF_K = 60
 
@@ -127,10 +128,10 @@ def claims_for_refs(store: Store, refs: Sequence[str], conversation_ids: Sequenc
         (*convs, *refs, *refs))]
     if not mids:
         return []
-    hit = " OR ".join("c.source_message_ids LIKE ?" for _ in mids)
+    hit = " OR ".join("c.source_message_ids LIKE ? ESCAPE '\\'" for _ in mids)
     rows = store.query(
         f"SELECT c.* FROM claims c WHERE c.conversation_id IN ({cm}) AND ({hit}) ORDER BY c.conversation_id, c.idx",
-        (*convs, *[f'%"{m}"%' for m in mids]),
+        (*convs, *[f'%"{like_escape(m)}"%' for m in mids]),
     )
     for r in rows:
         ops = store.query(
@@ -218,26 +219,67 @@ def get_page(store: Store, slug: str, conversation_id: str | None = None, namesp
 
 def export_pages(store: Store, directory: str | Path, conversation_id: str | None = None,
                  namespace: str | None = None) -> list[tuple[str, str, Path]]:
-    """Write one markdown file per page (one conversation or a namespace) into DIR/<conversation>/<slug>.md."""
+    """Write one markdown file per page (one conversation or a namespace) into DIR/<folder>/<slug>.md.
+
+    Each conversation gets its own folder (`export_folders`), so no page overwrites another's. Nothing is
+    written through a symbolic link inside DIR: a folder or file there that is a link is refused before
+    any page is written. Returns (conversation, slug, path) for every file written.
+    """
     pages = list_pages(store, conversation_id, namespace=namespace)
     if not pages:
         raise NotFound(f"{store.path.name} has no wiki pages; run `tracecli compile-wiki` first")
     root = Path(directory)
     if root.exists() and not root.is_dir():
         raise BadInput(f"{root} exists and is not a directory")
+    folders = export_folders([p.conversation_id for p in pages])
+    unsafe = next((p.slug for p in pages if not _SAFE_SLUG.fullmatch(p.slug)), None)
+    if unsafe is not None:  # compile-wiki writes only slugified names; a changed file could hold others
+        raise BadInput(f"page slug {unsafe!r} is not a safe file name; run `tracecli compile-wiki` again (nothing was written)")
+    targets = [(p, root / folders[p.conversation_id] / f"{p.slug}.md") for p in pages]
+    paths = [t for _, t in targets]
+    if len(set(paths)) != len(paths):  # slugs are unique per conversation; this guards the promise
+        raise BadInput(f"{root}: two pages would share one file name; nothing was written")
+    for _, path in targets:
+        for place in (path.parent, path):
+            if place.is_symlink():
+                raise BadInput(f"{place} is a symbolic link; tracecli writes no page through a link (nothing was written)")
+            if place is path and place.exists() and not place.is_file():
+                raise BadInput(f"{place} exists and is not a file (nothing was written)")
     out = []
-    for p in pages:
-        folder = root / _safe_dir(p.conversation_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{p.slug}.md"
-        path.write_text(p.markdown, encoding="utf-8")
-        out.append((p.conversation_id, p.slug, path))
+    for page, path in targets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_no_follow(path, page.markdown)
+        out.append((page.conversation_id, page.slug, path))
     return out
 
 
-def _safe_dir(name: str) -> str:
-    return re.sub(r"[^\w.\-]+", "_", name).strip("._") or "conversation"
+_SAFE_SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,80}")
 
 
-__all__ = ["RRF_K", "PageInfo", "active_claims_for_pages", "claims_for_refs", "export_pages", "get_page", "list_pages",
+def export_folders(conversation_ids: Sequence[str]) -> dict[str, str]:
+    """A folder name per conversation: its id made file-name-safe, plus a stable suffix when that changed
+    the id or two ids would otherwise share a folder (`a/b` and `a_b`, `Ana` and `ana` on a
+    case-insensitive file system)."""
+    ids = sorted(set(conversation_ids))
+    safe = {c: re.sub(r"[^\w.\-]+", "_", c).strip("._")[:80] or "conversation" for c in ids}
+    taken: dict[str, int] = {}
+    for c in ids:
+        taken[safe[c].casefold()] = taken.get(safe[c].casefold(), 0) + 1
+    return {c: safe[c] if safe[c] == c and taken[safe[c].casefold()] == 1 else f"{safe[c]}-{short_hash(c, length=8)}"
+            for c in ids}
+
+
+def _write_no_follow(path: Path, text: str) -> None:
+    """Write `path` (created or truncated) without following a symbolic link planted there meanwhile."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+__all__ = ["RRF_K", "PageInfo", "active_claims_for_pages", "claims_for_refs", "export_folders", "export_pages", "get_page",
+           "list_pages",
            "route_pages"]
