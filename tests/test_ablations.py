@@ -134,3 +134,12 @@ def test_the_ratio_column_compares_with_flat_systems_only() -> None:
     table = result_tables(report)[0]
     assert table.columns[-1] == "tracecli ÷ best flat"
     assert table.rows[-1][-1] == "1.50×"  # 0.6 / 0.4 (w/o graph), not / 0.9 (an ablation row)
+
+
+@pytest.mark.parametrize("query", ["Alice's cat", "Alice’s cats", "alice cat"])
+def test_claims_history_matches_possessives_and_inflections(db: Path, query: str) -> None:
+    from tracecli.wiki.lifecycle import claim_history
+
+    with open_store(db) as s:
+        chains = claim_history(s, query, "alice-bob-plans")
+    assert chains and any("cat" in st.text.lower() for ch in chains for st in ch.steps)

@@ -27,6 +27,7 @@ ADD when it fails).
 from __future__ import annotations
 
 import json
+import os.path
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,7 +39,7 @@ from tracecli.graph import facets as F
 from tracecli.graph.link import MULTI_VALUED_PREFIXES
 from tracecli.scope import resolve_scope
 from tracecli.store.db import Store, dumps, like_escape, placeholders, utc_now
-from tracecli.text import content_words, short_hash
+from tracecli.text import content_words, short_hash, stem
 from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow, norm_text
 
 if TYPE_CHECKING:
@@ -460,7 +461,7 @@ def claim_history(store: Store, query: str, conversation_id: str | None = None, 
             raise NotFound(f"no claim '{q}' in {store.path.name}; run `tracecli compile-wiki` first")
         hits = rows
     else:
-        terms = content_words(q) or [w.lower() for w in q.split() if w]
+        terms = _match_terms(q)
         if not terms:
             raise NoAnswer("the query has no words to look for")
         cond = " AND ".join("LOWER(text) LIKE ? ESCAPE '\\'" for _ in terms)
@@ -476,6 +477,18 @@ def claim_history(store: Store, query: str, conversation_id: str | None = None, 
         chains.setdefault(key, set()).update(members)
     ranked = sorted(chains.items(), key=lambda kv: (-sum(1 for h in hits if h["id"] in kv[1]), kv[0]))
     return [_render_chain(store, cid, fact, members) for (cid, fact), members in ranked[:limit]]
+
+
+def _match_terms(query: str) -> list[str]:
+    """What each query word must appear as in a claim's text: possessives dropped ("Alice's dog" → alice, dog) and
+    each word cut to what it shares with its stem, so inflections match ("dogs" → dog, "moving" → mov)."""
+    plain = re.sub(r"(?i)(\w)['’]s\b", r"\1", query)
+    found = content_words(plain) or [w.lower() for w in plain.split() if w]
+    out = []
+    for w in found:
+        root = os.path.commonprefix([w, stem(w)])
+        out.append(root if len(root) >= 3 else w)
+    return list(dict.fromkeys(out))
 
 
 def _chain_of(store: Store, claim: Mapping[str, Any]) -> tuple[tuple[str, str], set[str]]:
