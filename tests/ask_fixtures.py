@@ -160,7 +160,7 @@ def expected_marker(row: dict[str, Any], as_of: str | None, in_conflict: bool) -
     if as_of is None:
         v = row["validity"]
     elif row["time_anchor"] and row["time_anchor"] > as_of:
-        v = 0.0
+        return "not yet"  # said after the as-of date: not known then, which is not superseded
     elif row["valid_until"] and row["valid_until"] <= as_of:
         v = 0.0
     else:

@@ -67,7 +67,8 @@ def test_bigger_budget_never_gives_less_context(runs: dict[tuple[str, str | None
 
 
 def test_items_are_atomic(runs: dict[tuple[str, str | None, str | None, int], Any], ask_store: Any) -> None:
-    """Each note item is a stored note (maybe marked [OUTDATED]); each path item is its path rendered in full."""
+    """Each note item is a stored note (maybe marked [OUTDATED], or [NOT YET] when said after the as-of date); each
+    path item is its path rendered in full."""
     notes = note_texts(ask_store)
     for key, res in runs.items():
         data = jsonable(res)
@@ -81,6 +82,9 @@ def test_items_are_atomic(runs: dict[tuple[str, str | None, str | None, int], An
             if item["kind"] == "note":
                 assert len(item["source_refs"]) == 1
                 text = item["text"].removeprefix("[OUTDATED] ")
+                if text.startswith("[NOT YET] "):  # said after the as-of date (its date is the note's own prefix)
+                    text = text.removeprefix("[NOT YET] ")
+                    assert key[2] is not None and text[1:11] > key[2], (key, item)
                 assert text in notes[item["source_refs"][0]], (key, item)
 
 
