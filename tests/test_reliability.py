@@ -26,16 +26,16 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-pytest.register_assert_rewrite("ask_fixtures", "llm_server")
+pytest.register_assert_rewrite("ask_fixtures")
 
 from ask_fixtures import ALICE  # noqa: E402
-from llm_server import LLMServer, Scripted, chat_reply, error_reply, json_reply  # noqa: E402
+from llm_server import LLMServer, Scripted, chat_reply, error_reply, json_reply, llm_server  # noqa: E402, F401 (the fixture)
 
 from tracecli.cli import app  # noqa: E402
 from tracecli.store import db as store_db  # noqa: E402
 from tracecli.store import open_store  # noqa: E402
 
-pytest_plugins = ["ask_fixtures", "llm_server"]
+pytest_plugins = ["ask_fixtures"]
 
 runner = CliRunner()
 FIXTURES = Path(__file__).parent / "fixtures"
