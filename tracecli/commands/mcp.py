@@ -28,8 +28,8 @@ def mcp_cmd(
 
     Tools: remember, ask, trace, forget, wiki_page, claims_history, stats; each
     returns the JSON of the matching command's --json. Resources: the wiki
-    pages, wiki://NAMESPACE/SLUG. The database is created on the first
-    `remember`. Example client configuration: see README, "Agents (MCP)".
+    pages, wiki://NAMESPACE/SLUG. The database is created if missing. The
+    client configuration (mcpServers): README, "Agents and programs".
     """
     from tracecli.mcp_server import serve
 
