@@ -313,13 +313,18 @@ def parse_http_address(value: str) -> tuple[str, int]:
 
 def serve(db: str | Path, *, namespace: str | None = None, lock_namespace: bool = False, http: str | None = None) -> None:
     """Run the server on stdio (or streamable HTTP at `http`, HOST:PORT) until the client or a signal stops it."""
+    from tracecli.blas import one_blas_thread
+
     address = parse_http_address(http) if http else None
     server = MemoryServer(db, namespace=namespace, lock_namespace=lock_namespace)
+    # A server answers one small question at a time; idle OpenBLAS workers busy-wait and took the CPU from the
+    # other lane and from the client on a 2-core machine (see tracecli/blas.py): one BLAS thread for its lifetime.
     try:
-        if address:
-            asyncio.run(server.run_http(*address))
-        else:
-            asyncio.run(server.run_stdio())
+        with one_blas_thread():
+            if address:
+                asyncio.run(server.run_http(*address))
+            else:
+                asyncio.run(server.run_stdio())
     finally:
         server.close()
 
