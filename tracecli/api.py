@@ -109,15 +109,12 @@ class Memory:
         this Memory's namespace, whatever the file says.
         """
         from tracecli.ingest import ingest_parsed, parse_inputs
-        from tracecli.ingest.pipeline import check_parsed
 
-        ns = self._ns(namespace)
-        if isinstance(source, (str, Path)):
-            parsed = parse_inputs([source], format, conversation_id=conversation, namespace=ns, gap_hours=self.gap_hours)
-        else:
-            parsed = [(Path("messages"), [self._parse_live(source, conversation, ns)])]
-        check_parsed(self.store, parsed)
-        return {"files": [to_jsonable(ingest_parsed(self.store, path, convs, self.embedder)) for path, convs in parsed]}
+        if not isinstance(source, (str, Path)):
+            return self.add(source, conversation=conversation or "", namespace=namespace)
+        [(path, convs)] = parse_inputs([source], format, conversation_id=conversation, namespace=self._ns(namespace),
+                                       gap_hours=self.gap_hours)
+        return {"files": [to_jsonable(ingest_parsed(self.store, path, convs, self.embedder))]}
 
     def add(self, messages: Messages, *, conversation: str, namespace: str | None = None) -> JSON:
         """Append live turns ({speaker, text, timestamp?, id?}) to a conversation; the JSON of `ingest --json`.
