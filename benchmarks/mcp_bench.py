@@ -186,9 +186,12 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copy(built, db)  # asking stores answers: the reused file stays as it was
         # one BLAS thread here too, as the server runs: otherwise each process's idle OpenBLAS workers
         # busy-wait and slow the other side down, and the ratio measures that instead (see tracecli/blas.py)
-        with Memory(db, NAMESPACE) as mem, one_blas_thread():
+        # a fresh Memory beside each server: an Asker caches the phrases it embedded, so a Memory that has seen
+        # the questions before would answer them faster than the new server process does
+        with one_blas_thread():
             for transport in args.transport:
-                results[transport] = interleaved(mem, db, questions, args.sample, transport)
+                with Memory(db, NAMESPACE) as mem:
+                    results[transport] = interleaved(mem, db, questions, args.sample, transport)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     t = Table(title=f"warm ask, LoCoMo {args.sample}, {len(questions)} questions, in-process and MCP alternately (ms)",
               caption=f"load average {load}; overhead: call time minus the ask's own timing_ms.total",
