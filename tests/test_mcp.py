@@ -210,3 +210,12 @@ def test_bad_http_address_is_a_usage_error(tmp_path: Path, address: str) -> None
     assert result.exit_code == 2
     assert "expected HOST:PORT" in result.output
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_taken_port_is_a_usage_error(tmp_path: Path) -> None:
+    with closing(socket.create_server(("127.0.0.1", 0))) as taken:
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(app, ["mcp", "--http", f"127.0.0.1:{port}", "--db", str(tmp_path / "x.db")])
+    assert result.exit_code == 2
+    assert f"127.0.0.1:{port}: cannot listen there" in result.output
+    assert "Traceback" not in result.output

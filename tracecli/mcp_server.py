@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -291,12 +292,12 @@ class MemoryServer:
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 
-    async def run_http(self, host: str, port: int) -> None:
-        """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted."""
+    async def run_http(self, listener: socket.socket, host: str) -> None:
+        """Serve streamable HTTP at http://HOST:PORT/mcp on a bound socket until interrupted."""
         import uvicorn
 
         app = self.server.streamable_http_app(host=host)
-        await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+        await uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve(sockets=[listener])
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -311,22 +312,33 @@ def parse_http_address(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def listen(address: str) -> tuple[socket.socket, str]:
+    """A socket listening on HOST:PORT, and the host; BadInput when the address is malformed or taken."""
+    host, port = parse_http_address(address)
+    try:
+        return socket.create_server((host, port)), host
+    except OSError as exc:
+        raise BadInput(f"--http {address}: cannot listen there ({exc.strerror or exc})") from None
+
+
 def serve(db: str | Path, *, namespace: str | None = None, lock_namespace: bool = False, http: str | None = None) -> None:
     """Run the server on stdio (or streamable HTTP at `http`, HOST:PORT) until the client or a signal stops it."""
     from tracecli.blas import one_blas_thread
 
-    address = parse_http_address(http) if http else None
+    listener = listen(http) if http else None
     server = MemoryServer(db, namespace=namespace, lock_namespace=lock_namespace)
     # A server answers one small question at a time; idle OpenBLAS workers busy-wait and took the CPU from the
     # other lane and from the client on a 2-core machine (see tracecli/blas.py): one BLAS thread for its lifetime.
     try:
         with one_blas_thread():
-            if address:
-                asyncio.run(server.run_http(*address))
+            if listener is not None:
+                asyncio.run(server.run_http(*listener))
             else:
                 asyncio.run(server.run_stdio())
     finally:
+        if listener is not None:
+            listener[0].close()
         server.close()
 
 
-__all__ = ["MemoryServer", "TOOLS", "serve", "parse_http_address", "parse_wiki_uri"]
+__all__ = ["MemoryServer", "TOOLS", "listen", "parse_http_address", "parse_wiki_uri", "serve"]
