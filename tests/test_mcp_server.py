@@ -1,4 +1,4 @@
-"""`tracecli.mcp_server` in-process: reads while a write holds the database, writes in turn, schemas, URIs."""
+"""`tracecli.mcp_server` in-process: reads while a write holds the database, writes and asks in turn, schemas, URIs."""
 
 from __future__ import annotations
 
@@ -26,34 +26,69 @@ def test_reads_run_while_a_write_holds_the_database(db_path: Path, embedder: Any
     server = MemoryServer(db_path, namespace="maya", embedder=embedder)
     gate, holding = threading.Event(), threading.Event()
 
-    def hold_the_write_lock(mem: Any) -> None:
-        mem.store.execute("BEGIN IMMEDIATE")  # what a long remember or forget holds while it writes
+    def hold_sqlite_write_lock(mem: Any) -> None:
+        mem.store.execute("BEGIN IMMEDIATE")
         holding.set()
         try:
             assert gate.wait(HANG_GUARD_S)
         finally:
             mem.store.execute("ROLLBACK")
 
+    async def a_long_write() -> None:
+        # what a remember or forget holds while it writes: the server's write lock and SQLite's
+        async with server.write_lock:
+            await server.writer.run(hold_sqlite_write_lock)
+
     async def main() -> None:
         for turn in TURNS:
             _structured(await server.call("remember", {"conversation": CONVERSATION, "messages": turn}))
         answer = _structured(await server.call("ask", {"question": QUESTION}))
         assert_revised(answer)
-        writing = asyncio.ensure_future(server.writer.run(hold_the_write_lock))
+        writing = asyncio.ensure_future(a_long_write())
         await asyncio.to_thread(holding.wait, HANG_GUARD_S)
-        queued = asyncio.ensure_future(server.call("remember", {"conversation": CONVERSATION, "messages": [
+        queued_write = asyncio.ensure_future(server.call("remember", {"conversation": CONVERSATION, "messages": [
             {"speaker": "Tom", "text": "See you in Bilbao then!", "timestamp": "2024-07-16T08:00:00Z"}]}))
+        queued_ask = asyncio.ensure_future(server.call("ask", {"question": QUESTION}))
         try:
             reads = [("trace", {"answer_id": answer["answer_id"]}), ("stats", {}), ("wiki_page", {"slug": "index"}),
                      ("claims_history", {"query": NEW})]
             for tool, arguments in reads:
                 _structured(await asyncio.wait_for(server.call(tool, arguments), HANG_GUARD_S))
-            assert not queued.done()  # the second write waits for the first
+            # the second write waits for the first, and so does ask, which stores its answer
+            assert not queued_write.done() and not queued_ask.done()
         finally:
             gate.set()
         await asyncio.wait_for(writing, HANG_GUARD_S)
-        added = _structured(await asyncio.wait_for(queued, HANG_GUARD_S))
+        added = _structured(await asyncio.wait_for(queued_write, HANG_GUARD_S))
         assert added["ingest"]["files"][0]["conversations"][0]["new_messages"] == 1
+        assert_revised(_structured(await asyncio.wait_for(queued_ask, HANG_GUARD_S)))
+
+    try:
+        asyncio.run(main())
+    finally:
+        server.close()
+
+
+def test_asks_and_remembers_at_once_all_succeed(db_path: Path, embedder: Any) -> None:
+    """An answer stored between a write's first read and its first write must not fail the write."""
+    server = MemoryServer(db_path, namespace="maya", embedder=embedder)
+    chatter = [{"speaker": "Tom" if i % 2 else "Maya", "text": f"Message number {i} about the flat hunt in {NEW}.",
+                "timestamp": f"2024-07-{16 + i // 4:02d}T{8 + i % 4:02d}:00:00Z"} for i in range(12)]
+
+    async def main() -> None:
+        _structured(await server.call("remember", {"conversation": CONVERSATION, "messages": TURNS[0]}))
+
+        async def writes() -> None:
+            for i in range(0, len(chatter), 3):
+                _structured(await server.call("remember", {"conversation": CONVERSATION, "messages": chatter[i:i + 3]}))
+
+        async def asks() -> None:
+            for _ in range(8):
+                _structured(await server.call("ask", {"question": QUESTION}))
+
+        await asyncio.wait_for(asyncio.gather(writes(), asks()), HANG_GUARD_S * 3)
+        stats = _structured(await server.call("stats", {}))
+        assert stats["conversations"][0]["messages"] == len(TURNS[0]) + len(chatter)
 
     try:
         asyncio.run(main())

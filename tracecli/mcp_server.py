@@ -8,8 +8,8 @@ Arguments are checked against each tool's input schema here, so a bad call
 gets an error result with one line naming the argument, never a traceback,
 and the server keeps serving. Writes (`remember`, `forget`) run one at a time
 on a writer thread; reads run on a reader thread with a connection of their
-own, so the WAL file lets them proceed while a write is in progress (an
-`ask` still waits for the writer's commit to store its answer).
+own, so the WAL file lets them proceed while a write is in progress; `ask`,
+which stores its answer, takes the write lock too and so waits for the write.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from tracecli.errors import BadInput, TraceError
 from tracecli.forget import KINDS
 from tracecli.providers.jsonschema import schema_error
 from tracecli.scope import check_namespace
+from tracecli.store.db import sqlite3  # the driver the store connects with
 
 log = logging.getLogger("tracecli.mcp")
 T = TypeVar("T")
@@ -139,6 +140,11 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 TOOLS_BY_NAME = {t.name: t for t in TOOLS}
+#: tools that write to the file and so take the server's write lock: the writes, and `ask`, which stores its
+#: answer (what `trace` replays). A deferred write transaction fails at once, without waiting, when another
+#: connection commits after the transaction's first read, so an answer stored in the middle of a `remember`
+#: would fail it; the other reads never wait.
+LOCKING = frozenset({"remember", "forget", "ask"})
 WIKI_TEMPLATE = "wiki://{namespace}/{slug}"
 
 
@@ -199,6 +205,7 @@ class MemoryServer:
         # one writer at a time; reads on a connection of their own
         self.writer = _Lane("write", opener)
         self.reader = _Lane("read", opener)
+        self.write_lock = asyncio.Lock()
         self.server: Server[Any] = Server(
             "tracecli", version=__version__,
             instructions="State-aware memory of conversations: `remember` chat turns, then `ask` what is true now "
@@ -239,10 +246,17 @@ class MemoryServer:
                 raise BadInput(f"bad arguments: {problem}")
             ns = self.check_namespace(arguments.get("namespace"))
             lane = self.writer if tool.writes else self.reader
-            result = await lane.run(lambda mem: tool.call(mem, arguments, ns))
+            if tool.name in LOCKING:
+                # waited for here, not on the lane's thread, so the reads queued behind an ask are not held up
+                async with self.write_lock:
+                    result = await lane.run(lambda mem: tool.call(mem, arguments, ns))
+            else:
+                result = await lane.run(lambda mem: tool.call(mem, arguments, ns))
         except TraceError as exc:
             return _error(f"{name}: {exc}")
         except Exception as exc:  # a bug must not take the server down: log it, answer with one line
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                return _error(f"{name}: the database stayed locked by another writer ({exc}); try again")
             log.exception("tool %s failed", name)
             return _error(f"{name}: internal error ({type(exc).__name__}: {exc})")
         text = json.dumps(result, ensure_ascii=False)
