@@ -237,6 +237,7 @@ def _register_command_groups() -> None:
     """Command groups that live in tracecli/commands/ (each adds its commands to `app`)."""
     from tracecli.commands import audit, doctor, forget, graph, transfer, wiki
     from tracecli.commands import eval as eval_cmd
+    from tracecli.commands import mcp
 
     wiki.register(app)
     doctor.register(app)
@@ -245,6 +246,7 @@ def _register_command_groups() -> None:
     eval_cmd.register(app)
     forget.register(app)
     transfer.register(app)
+    mcp.register(app)
 
 
 _register_command_groups()
