@@ -102,12 +102,12 @@ async def _scenario(client: Client, namespace: str) -> None:
 
 #: bad calls and a word of the one-line error each must give
 BAD_CALLS = [
-    ("ask", {}, "question: required property is missing"),
-    ("ask", {"question": 42}, "question: expected string"),
-    ("ask", {"question": QUESTION, "as_off": "2024-01-01"}, "unexpected property 'as_off'"),
+    ("ask", {}, "arguments: 'question' is a required property"),
+    ("ask", {"question": 42}, "question: 42 is not of type 'string'"),
+    ("ask", {"question": QUESTION, "as_off": "2024-01-01"}, "('as_off' was unexpected)"),
     ("ask", {"question": QUESTION, "as_of": "someday maybe"}, "as-of"),
-    ("remember", {"conversation": CONVERSATION, "messages": []}, "fewer than 1"),
-    ("remember", {"conversation": CONVERSATION, "messages": [{"speaker": "Maya"}]}, "text: required property"),
+    ("remember", {"conversation": CONVERSATION, "messages": []}, "messages: [] should be non-empty"),
+    ("remember", {"conversation": CONVERSATION, "messages": [{"speaker": "Maya"}]}, "messages[0]: 'text' is a required property"),
     ("remember", {"conversation": CONVERSATION, "messages": [{"speaker": "Maya", "text": "hi", "timestamp": "soon"}]},
      "date"),
     ("forget", {"kind": "planet", "targets": ["x"]}, "is not one of"),

@@ -241,7 +241,7 @@ class MemoryServer:
         try:
             if tool is None:
                 raise BadInput(f"unknown tool '{name}'; tools: {', '.join(TOOLS_BY_NAME)}")
-            problem = schema_error(arguments, tool.input_schema)
+            problem = schema_error(arguments, tool.input_schema, top="arguments")
             if problem:
                 raise BadInput(f"bad arguments: {problem}")
             ns = self.check_namespace(arguments.get("namespace"))

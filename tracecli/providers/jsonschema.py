@@ -30,16 +30,18 @@ def _validator(schema: Schema) -> Any:
     return _VALIDATORS[key]
 
 
-def _where(path: Any) -> str:
-    """'items[2].label' for the path ('items', 2, 'label'); 'reply' for the top."""
+def _where(path: Any, top: str) -> str:
+    """'items[2].label' for the path ('items', 2, 'label'); `top` for the value itself."""
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "reply"
+    return out or top
 
 
-def schema_error(value: Any, schema: Schema) -> str | None:
-    """The most telling place where `value` breaks `schema` ("items[2].label: ..."), or None if it conforms."""
+def schema_error(value: Any, schema: Schema, top: str = "reply") -> str | None:
+    """The most telling place where `value` breaks `schema` ("items[2].label: ..."), or None if it conforms.
+
+    `top` names the value itself in the message (an LLM's reply, a tool's arguments)."""
     from jsonschema.exceptions import best_match
 
     error = best_match(_validator(schema).iter_errors(value))
@@ -49,7 +51,7 @@ def schema_error(value: Any, schema: Schema) -> str | None:
     quoted = repr(error.instance)
     if len(quoted) > MAX_QUOTE:  # jsonschema quotes the offending value, which may be a whole reply
         message = message.replace(quoted, quoted[: MAX_QUOTE - 1] + "…", 1)
-    return f"{_where(error.absolute_path)}: {message}"
+    return f"{_where(error.absolute_path, top)}: {message}"
 
 
 class ReplyInvalid(ValueError):
