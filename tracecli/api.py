@@ -31,6 +31,7 @@ from tracecli.store import Store, open_store
 if TYPE_CHECKING:
     from tracecli.ingest.model import ParsedConversation
     from tracecli.providers.embeddings import Embedder
+    from tracecli.providers.llm import ChatModel
     from tracecli.query.ask import Asker
 
 JSON = dict[str, Any]
@@ -42,7 +43,7 @@ class Memory:
     """A tracecli database seen from one namespace: ingest, add live turns, update, ask, trace, forget."""
 
     def __init__(self, path: str | Path, namespace: str | None = None, *, embedder: Embedder | None = None,
-                 llm: Any = None, gap_hours: float = DEFAULT_GAP_HOURS) -> None:
+                 llm: ChatModel | None = None, gap_hours: float = DEFAULT_GAP_HOURS) -> None:
         """Open (creating if needed) the database at `path`; `namespace` defaults to 'default'.
 
         `embedder` and `llm` default to what the CLI uses: TRACECLI_EMBEDDER (MiniLM) and the

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import mcp_types as types
@@ -37,6 +37,10 @@ from tracecli.forget import KINDS
 from tracecli.providers.jsonschema import schema_error
 from tracecli.scope import check_namespace
 from tracecli.store.db import sqlite3  # the driver the store connects with
+
+if TYPE_CHECKING:
+    from tracecli.providers.embeddings import Embedder
+    from tracecli.providers.llm import ChatModel
 
 log = logging.getLogger("tracecli.mcp")
 T = TypeVar("T")
@@ -194,7 +198,7 @@ class MemoryServer:
     """The MCP server over one database file: tools, wiki resources, namespace policy, reader and writer lanes."""
 
     def __init__(self, db: str | Path, *, namespace: str | None = None, lock_namespace: bool = False,
-                 embedder: Any = None, llm: Any = None) -> None:
+                 embedder: Embedder | None = None, llm: ChatModel | None = None) -> None:
         self.db = Path(db)
         self.namespace = check_namespace(namespace)
         self.lock_namespace = lock_namespace

@@ -48,7 +48,7 @@ def answer_with_llm(llm: ChatModel, question: str, shape: QueryShape, context: S
     return llm_answer(llm, question, shape, context, offline)[0]
 
 
-def llm_answer(llm: Any, question: str, shape: QueryShape, context: Sequence[Any],
+def llm_answer(llm: ChatModel, question: str, shape: QueryShape, context: Sequence[Any],
                offline: Answer) -> tuple[Answer, str | None]:
     """The model's answer and None, or `offline` and why the model's could not be used.
 

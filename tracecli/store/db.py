@@ -326,6 +326,9 @@ def open_store(path: str | Path, *, create: bool = True, upgrade: bool = True, b
     kind = _file_kind(path)
     if kind == "missing" and not create:
         raise StoreError(f"{path}: no such database; run `tracecli ingest` first")
+    if kind == "empty" and not create:
+        # SQLite would take an empty file for a new database and write a schema into it
+        raise StoreError(f"{path}: empty file, not a tracecli database; run `tracecli ingest` to create one")
     read_only = kind != "missing" and not _writable(path)
     conn = _connect(path, wal=False, read_only=read_only, timeout=timeout)
     store = Store(conn=conn, path=path, busy_timeout=timeout, read_only=read_only)
