@@ -21,6 +21,7 @@ from typing import Any
 from tracecli.graph.frames import PROPER_TYPES
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.shape import QueryShape
+from tracecli.text import content_words
 
 #: answer types a question word asks for (None: any)
 WANTED = {"where": PROPER_TYPES | {"thing"}, "when": frozenset({"date"}), "who": PROPER_TYPES,
@@ -271,8 +272,6 @@ def before_cut(graph: Graph, question: str, people: Sequence[str]) -> BeforeCut 
     X is what follows 'before'; a statement mentions it when it has all of X's capitalised words, or (when X
     names none) at least half of X's content words and two of them when X has two or more. None when the
     question has no 'before X' or nothing mentions X."""
-    from tracecli.text import content_words
-
     m = re.search(r"(?i)\bbefore\s+(?P<x>.+?)\s*\??$", question)
     if not m:
         return None
