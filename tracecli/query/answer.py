@@ -279,12 +279,12 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         # a why-question is answered by an event whose cause the graph knows, if one is nearly as relevant
         top = valid[0][1]
         best = next((ev for ev, sc in valid[:4] if sc >= top - 0.03 and _cause_of(graph, ev) is not None), None)
-    cut = before_cut(graph, question, named_people(graph, shape)) if "before" in question.lower() else None
+    people = named_people(graph, shape) if "before" in question.lower() else []
+    cut = before_cut(graph, question, people) if "before" in question.lower() else None
     if cut is not None and best is None:
         # "before X": the best sentence said before X was first mentioned, never one about X itself
         before = [(ev, sc) for ev, sc in valid if said_before(ev, cut)]
         if not before:  # none of the ranked sentences: the person's sentences before X, by their message's relevance
-            people = named_people(graph, shape)
             before = sorted(((ev, relevance.get(ev.id, 0.0)) for ev in graph.events.values()
                              if said_before(ev, cut) and (not people or ev.subject in people)),
                             key=lambda x: (-x[1], x[0].seq))[:8]

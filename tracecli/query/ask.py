@@ -98,7 +98,7 @@ class _Scope:
     vectors: EventVectors | None = None
     outdated: dict[tuple[str | None, bool], set[int]] = field(default_factory=dict)  # note rowids shown [OUTDATED], per (as-of, flat)
     quote_words: dict[str, frozenset[str]] = field(default_factory=dict)  # event id → content words of its quote
-    claims: dict[str, list[tuple[str, str]]] | None = None  # message id → its claims' (text, status), read on first use
+    claims: dict[str, list[tuple[str, str, frozenset[str]]]] | None = None  # message id → its claims' (text, status, content words), read on first use
     flat: Graph | None = None  # the graph without edges or validity (`--ablate graph`), made on first use
 
     def view(self, ablate: frozenset[str]) -> Graph:
@@ -607,16 +607,16 @@ def _claim_text(scope: _Scope, hit: NoteHit, qwords: set[str], as_of: str | None
     rows = scope.claims.get(hit.message_id)
     if not rows:
         return None
-    ranked = sorted(rows, key=lambda r: -len(qwords & set(content_words(r[0]))))[:2]
-    texts = [("[OUTDATED] " if status == "deprecated" and as_of is None else "") + text for text, status in ranked]
+    ranked = sorted(rows, key=lambda r: -len(qwords & r[2]))[:2]
+    texts = [("[OUTDATED] " if status == "deprecated" and as_of is None else "") + text for text, status, _ in ranked]
     when = f"[{hit.timestamp[:10]}] " if hit.timestamp else ""
     return when + " ".join(texts)
 
 
-def _load_claims(store: Store, conversation_ids: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
-    """Message id → (claim text, status) of the claims that cite it alone (a claim citing several messages is not a
-    restatement of one of them)."""
-    out: dict[str, list[tuple[str, str]]] = {}
+def _load_claims(store: Store, conversation_ids: Sequence[str]) -> dict[str, list[tuple[str, str, frozenset[str]]]]:
+    """Message id → (claim text, status, its content words) of the claims that cite it alone (a claim citing several
+    messages is not a restatement of one of them). The words are read once per scope, not once per question."""
+    out: dict[str, list[tuple[str, str, frozenset[str]]]] = {}
     if not store.has_table("claims"):
         return out
     for text, status, mids in store.execute(
@@ -624,7 +624,7 @@ def _load_claims(store: Store, conversation_ids: Sequence[str]) -> dict[str, lis
             f"ORDER BY conversation_id, idx", list(conversation_ids)):
         ids = json.loads(mids)
         if len(ids) == 1:
-            out.setdefault(ids[0], []).append((text, status))
+            out.setdefault(ids[0], []).append((text, status, frozenset(content_words(text))))
     return out
 
 
