@@ -29,14 +29,14 @@ LENA = "lena-omar-flat"
 MAYA = "maya-sam-project"
 
 ASK_KEYS = {"answer_id", "question", "answer", "abstained", "plan", "as_of", "source_refs", "context", "paths", "timing_ms", "confidence", "support",
-            "warnings", "namespace"}
+            "warnings", "namespace", "candidates"}
 CONTEXT_KEYS = {"kind", "text", "source_refs", "score"}
 CONTEXT_KINDS = {"note", "path", "claim", "wiki"}
 PATH_KEYS = {"score", "signals", "steps", "answer"}
 SIGNAL_KEYS = {"ns", "pc", "tc", "uv"}
 STEP_KEYS = {"event_id", "description", "time", "validity", "valid_until", "relation_to_next"}
 TRACE_KEYS = {"answer_id", "question", "answer", "abstained", "plan", "as_of", "source_refs", "paths", "events",
-              "claims", "messages", "context", "asked", "namespace"}
+              "claims", "messages", "context", "asked", "namespace", "candidates"}
 NO_EVIDENCE_QUESTION = "What is the capital of Mongolia's second moon?"
 
 

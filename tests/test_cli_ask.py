@@ -31,7 +31,7 @@ from tracecli.cli import app  # noqa: E402
 pytest_plugins = ["ask_fixtures"]
 
 runner = CliRunner()
-TIMING_KEYS = {"shape", "embed", "retrieve", "graph", "answer", "total"}
+TIMING_KEYS = {"shape", "embed", "retrieve", "graph", "wiki", "answer", "total"}
 MESSAGE_KEYS = {"ref", "id", "source_ref", "conversation_id", "speaker", "timestamp", "text", "evidence"}
 EVENT_KEYS = {"id", "type", "subject", "description", "quote", "time_anchor", "event_time", "facet", "value", "validity",
               "valid_until", "validity_marker", "edges"}

@@ -98,3 +98,18 @@ def test_naming_and_definite_codes(nlp) -> None:
     assert [(f.key, f.value) for f in frames(nlp, "the octopus I'm studying is called Brenda")] == [("octopus", "Brenda")]
     assert [(f.key, f.value) for f in frames(nlp, "the door code is 7391")] == [("door code", "7391")]
     assert frames(nlp, "I'll keep saving lol") == []  # a chat interjection is no value
+
+
+def test_a_person_placed_by_a_preposition_is_a_frame(nlp) -> None:
+    [f] = frames(nlp, "I'm on the night team now.")
+    assert (f.subject, f.key, f.value, f.copular) == ("Wren", "be on", "night team", True)
+    [g] = frames(nlp, "We're in Dundee these days.")
+    assert (g.key, g.value, g.vtype) == ("be in", "Dundee", "place")
+    # an attribute that reads as nothing ("lots") does not hide the placement beside it
+    [h] = frames(nlp, "I'm on the claims desk for now, lots of phone calls.")
+    assert (h.key, h.value) == ("be on", "claims desk")
+
+
+def test_a_bare_noun_after_be_is_a_state_not_a_value(nlp) -> None:
+    assert frames(nlp, "I'm in trouble with it") == []
+    assert frames(nlp, "I was at work for ages") == []

@@ -230,6 +230,11 @@ def trace_result(r: Any, show_all: bool = False) -> None:
          f"[dim]({safe(r.plan)}, {when}{', abstained' if r.abstained else ''})[/]")
     if r.paths:
         show(paths_table("paths, re-ranked by the answer (§II-G)", r.paths, score_key="trace_score", limit=8))
+    if getattr(r, "candidates", None):
+        show(table("candidates: what each evidence source proposed (the winner answers)",
+                   ["", "source", "score", "status", "event", "sentence", "why"],
+                   [["✓" if c.get("won") else "", c.get("source"), f"{c.get('score', 0):.3f}", c.get("status"),
+                     c.get("event_id"), c.get("text"), c.get("why", "")] for c in r.candidates]))
     if r.events:
         show(table("events", ["event", "validity", "valid until", "time", "description"],
                    [[e["id"], e.get("validity_marker", "missing"), (e.get("valid_until") or "")[:10],

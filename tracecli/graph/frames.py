@@ -374,6 +374,16 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
 
 def _copular_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, other: str | None,
                     participants: Sequence[str]) -> list[Frame]:
+    """What a form of 'be' states: an attribute ('my X is Y', 'Y is my X', 'I'm a nurse'), or else where the
+    subject is placed ('I'm on the night team')."""
+    out = _attribute_frames(verb, subj, sent, speaker, other, participants)
+    if not out and subj is not None:
+        out = _placed_frames(verb, subj, sent, speaker, other, participants)
+    return out
+
+
+def _attribute_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, other: str | None,
+                      participants: Sequence[str]) -> list[Frame]:
     comp = next((c for c in verb.children if c.dep_ in ("attr", "acomp", "oprd")), None)
     if subj is None or comp is None:
         return []
@@ -413,6 +423,32 @@ def _copular_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, other:
     person = resolve_person(subj, speaker, other, participants) if subj.pos_ in ("PRON", "PROPN") else None
     if person is not None and subj.lower_ not in FIRST_POSSESSIVE and comp.pos_ in ("NOUN", "ADJ", "PROPN"):
         f = _frame(person, "be", comp, sent, verb=verb, copular=True, keep_det=False)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+#: prepositions that place a person in a place, a group or an arrangement ("be in / at / on / with")
+_PLACING_PREPS = ("in", "at", "on", "with")
+
+
+def _placed_frames(verb: Any, subj: Any, sent: Any, speaker: str, other: str | None,
+                   participants: Sequence[str]) -> list[Frame]:
+    """'I'm on the night team now', 'we're in Leeds', 'she's at Monzo': a participant located by a preposition
+    (key 'be on' / 'be in' / 'be at'), the copula's own state rather than a verb's argument."""
+    person = resolve_person(subj, speaker, other, participants) if subj.pos_ in ("PRON", "PROPN") else None
+    if person is None or subj.lower_ in FIRST_POSSESSIVE:
+        return []
+    out = []
+    for c in verb.children:
+        if c.dep_ != "prep" or c.lower_ not in _PLACING_PREPS:
+            continue
+        pobj = next((g for g in c.children if g.dep_ == "pobj"), None)
+        if pobj is None or pobj.ent_type_ in ("DATE", "TIME"):
+            continue
+        if pobj.pos_ != "PROPN" and not any(g.dep_ in ("det", "poss") for g in pobj.children):
+            continue  # a bare noun is a state or an idiom ("in love", "at work", "on holiday"), not a value
+        f = _frame(person, f"be {c.lower_}", pobj, sent, verb=verb, copular=True)
         if f is not None:
             out.append(f)
     return out

@@ -300,6 +300,11 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         best = newest_successor(graph, ranked_events[0][0], as_of)
     elif shape.wants_current:
         best = newest_successor(graph, best, as_of)
+    return event_answer(graph, best, shape, best_note_cosine)
+
+
+def event_answer(graph: Graph, best: EventNode, shape: QueryShape, best_note_cosine: float) -> Answer:
+    """The answer read from one event: the part of it the question asks for, with its (and its cause's) sources."""
     value = extract_value(graph, best, shape)
     refs = list(best.source_refs)
     ids = [best.id]

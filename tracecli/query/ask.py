@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +22,8 @@ import pysqlite3.dbapi2 as sqlite3
 
 from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
-from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, newest_successor
+from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, event_answer, newest_successor
+from tracecli.query.candidates import PRIORS, Candidate, choose, gather
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
@@ -29,8 +31,9 @@ from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
 from tracecli.query.vectors import EventVectors
 from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, qualified_ref, resolve_scope
 from tracecli.store.db import ASIDE_WAIT, Store, dumps, placeholders, utc_now
-from tracecli.text import content_words, count_tokens, has_surrogate, short_hash
+from tracecli.text import content_words, count_tokens, has_surrogate, short_hash, stem
 from tracecli.timeutil import iso, parse_iso, parse_user_date
+from tracecli.wiki.route import ClaimRow, load_claim_rows, page_trajectories, route_pages
 
 if TYPE_CHECKING:
     from tracecli.providers.embeddings import Embedder
@@ -81,6 +84,61 @@ class AskResult:
     confidence: float = 0.0  # 0–1: how well the answer is grounded
     support: str = "none"  # chain | frame | sentence | llm | fallback:<chain|frame|sentence> | none
     warnings: list[str] = field(default_factory=list)  # what went wrong around the answer (printed on stderr)
+    candidates: list[Candidate] = field(default_factory=list)  # what each evidence source proposed; the winner marked
+
+
+class _Lexicon:
+    """Porter stems of each event sentence's content words and inverse document frequencies over the scope's
+    sentences: the lexical half of the sentence re-rank. MiniLM scores chat sentences about a person almost
+    alike ("I'm on the night team now" and "I have no regrets" both sit near any question about work), while
+    a shared rare word ("team") separates them."""
+
+    def __init__(self, events: Sequence[EventNode]) -> None:
+        self.stems = {ev.id: frozenset(stem(w) for w in content_words(ev.quote)) for ev in events}
+        df: dict[str, int] = {}
+        for words in self.stems.values():
+            for w in words:
+                df[w] = df.get(w, 0) + 1
+        n = max(1, len(self.stems))
+        self.idf = {w: math.log(1 + n / c) for w, c in df.items()}
+
+    def overlap(self, question_stems: set[str], event_id: str) -> float:
+        """The share of the question's (idf-weighted) words the sentence holds, 0–1."""
+        if not question_stems:
+            return 0.0
+        have = self.stems.get(event_id, frozenset())
+        total = sum(self.idf.get(w, 0.0) for w in question_stems)
+        return sum(self.idf.get(w, 0.0) for w in question_stems & have) / total if total else 0.0
+
+
+@dataclass
+class _WikiIndex:
+    """The Memory Wiki of a scope as `ask` reads it (TrajWiki's query side): claims with their time spans,
+    each page's trajectories, each person's entity pages, and each message's note (for relevance)."""
+
+    claims: dict[str, ClaimRow]
+    by_trajectory: dict[str, list[ClaimRow]]
+    page_trajectories: dict[str, list[str]]
+    entity_pages: dict[str, list[str]]
+    message_note: dict[str, int]
+
+    @classmethod
+    def load(cls, store: Store, conversation_ids: Sequence[str]) -> _WikiIndex:
+        claims = load_claim_rows(store, conversation_ids)
+        by_traj: dict[str, list[ClaimRow]] = {}
+        for c in claims.values():
+            if c.trajectory_id:
+                by_traj.setdefault(c.trajectory_id, []).append(c)
+        marks = placeholders(conversation_ids)
+        people: dict[str, list[str]] = {}
+        if store.has_table("wiki_pages"):
+            for pid, title in store.execute(
+                    f"SELECT id, title FROM wiki_pages WHERE type = 'entity' AND conversation_id IN ({marks}) ORDER BY rowid",
+                    list(conversation_ids)):
+                people.setdefault(title.split(":")[0].strip(), []).append(pid)
+        notes = {m: int(r) for r, m in store.execute(
+            f"SELECT rowid, message_id FROM notes WHERE conversation_id IN ({marks})", list(conversation_ids))}
+        return cls(claims, by_traj, page_trajectories(store, conversation_ids), people, notes)
 
 
 @dataclass
@@ -100,6 +158,8 @@ class _Scope:
     quote_words: dict[str, frozenset[str]] = field(default_factory=dict)  # event id → content words of its quote
     claims: dict[str, list[tuple[str, str, frozenset[str]]]] | None = None  # message id → its claims' (text, status, content words), read on first use
     flat: Graph | None = None  # the graph without edges or validity (`--ablate graph`), made on first use
+    wiki: _WikiIndex | None = None  # the claims, pages and trajectories `ask` routes through, read on first use
+    lexicon: _Lexicon | None = None  # stems of every event sentence and their document frequencies, made on first use
 
     def view(self, ablate: frozenset[str]) -> Graph:
         """The graph `ask` reads: the full one, or with `graph` ablated the same events as flat evidence — no edges, no
@@ -285,14 +345,32 @@ class Asker:
             timing["graph"] = _ms(t)
             t = time.perf_counter()
             best_cos = max([h.cosine for h in hits[:5]] + [0.0])
-            ranked_events = self._rerank_sentences(scope, qvec, ranked_events)
+            ranked_events = self._rerank_sentences(scope, qvec, ranked_events, question, shape)
             answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question,
                                     self._readers(scope, qvec))
+            t_wiki = time.perf_counter()
+            routed = [] if {"wiki", "graph"} & settings.ablate else self._routed_claims(scope, shape, question, qvec, as_of_iso, note_cos)
+            timing["wiki"] = _ms(t_wiki)
+            candidates: list[Candidate] = []
+            if not answer.abstained and answer.event_ids:
+                source = answer.support if answer.support in PRIORS else "sentence"
+                claim_events = [c.event_id for c, _ in routed if c.event_id]
+                candidates = gather(graph, source, answer.event_ids[0], ranked_events, [] if "paths" in settings.ablate else paths,
+                                    claim_events, relevance, settings, as_of_iso,
+                                    lambda evs: self._match(scope, qvec, question, shape,
+                                                            [(ev, relevance.get(ev.id, 0.0)) for ev in evs]))
+                other = choose(candidates, source, answer.event_ids[0])
+                if other is not None and source == "sentence" and settings.choose_by_evidence \
+                        and _may_replace(shape, question, graph.events[answer.event_ids[0]], graph.events[other.event_id]):
+                    ev = graph.events[other.event_id]
+                    answer = event_answer(graph, newest_successor(graph, ev, as_of_iso) if shape.wants_current else ev,
+                                          shape, best_cos)
             if self._unmentioned(shape, scope.conversation_ids):
                 # "Where is Alice going?" over a chat where no Alice ever appears: whatever ranked best is about
                 # someone else, so say that nothing is known rather than answer with another person's facts
                 answer = Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
-            context, shown_paths = self._context(scope, shape, answer, paths, hits, budget, as_of_iso, relevance, question)
+            context, shown_paths = self._context(scope, shape, answer, paths, hits, budget, as_of_iso, relevance, question,
+                                                 routed)
         warnings: list[str] = []
         support = "none" if answer.abstained else answer.support
         if self.llm is not None and getattr(self.llm, "is_available", False):
@@ -313,6 +391,7 @@ class Asker:
             question=question, answer=answer.text, abstained=answer.abstained, plan=shape.plan, as_of=as_of_iso,
             source_refs=refs, context=context, paths=shown_paths, timing_ms=timing, namespace=where.namespace,
             confidence=0.0 if answer.abstained else answer.confidence, support=support, warnings=warnings,
+            candidates=[] if answer.abstained else candidates,
         )
         self._record(scope, result if store_answer else None)
         return result
@@ -461,7 +540,7 @@ class Asker:
         return Readers(sentence_sim, value_fit)
 
     def _rerank_sentences(self, scope: _Scope, qvec: np.ndarray, ranked: list[tuple[EventNode, float]],
-                          top: int = 16) -> list[tuple[EventNode, float]]:
+                          question: str = "", shape: QueryShape | None = None, top: int = 16) -> list[tuple[EventNode, float]]:
         """Re-score the best events by their own sentence's similarity to the question.
 
         Event relevance comes from the message's note vector, so every sentence of
@@ -471,17 +550,62 @@ class Asker:
         head = ranked[:top]
         if not head:
             return ranked
-        assert scope.vectors is not None
-        vecs = scope.vectors.matrix([ev for ev, _ in head])
-        sims = (vecs @ qvec).tolist()
-        rescored = [(ev, round(0.6 * sim + 0.4 * score, 6)) for (ev, score), sim in zip(head, sims)]
+        rescored = list(zip([ev for ev, _ in head],
+                            self._match(scope, qvec, question, shape, head)))
         rescored.sort(key=lambda x: (-x[1], x[0].seq, x[0].id))
         return rescored + ranked[top:]
 
+    def _match(self, scope: _Scope, qvec: np.ndarray, question: str, shape: QueryShape | None,
+               scored: Sequence[tuple[EventNode, float]]) -> list[float]:
+        """How well each event's own sentence answers the question: 0.6 · its sentence's cosine to the question
+        + 0.4 · the score it came with + `lexical_weight` · the share of the question's (idf-weighted) words it
+        holds."""
+        assert scope.vectors is not None
+        sims = (scope.vectors.matrix([ev for ev, _ in scored]) @ qvec).tolist()
+        w = self.settings.lexical_weight
+        lex = [0.0] * len(scored)
+        if w and question:
+            if scope.lexicon is None:
+                scope.lexicon = _Lexicon(list(scope.graph.events.values()))
+            names = {p.lower() for p in (shape.people if shape else [])}
+            qstems = {stem(x) for x in content_words(question) if x not in names}
+            lex = [scope.lexicon.overlap(qstems, ev.id) for ev, _ in scored]
+        return [round(0.6 * sim + 0.4 * score + w * lx, 6) for (ev, score), sim, lx in zip(scored, sims, lex)]
+
     # -- context (Eq. 21, 22) ------------------------------------------------------------
+    def _routed_claims(self, scope: _Scope, shape: QueryShape, question: str, qvec: np.ndarray, as_of: str | None,
+                       note_cos: dict[int, float]) -> list[tuple[ClaimRow, float]]:
+        """TrajWiki's query routing: the pages for the question (dense + FTS fused, `route_pages`, plus the entity
+        pages of the people it names), expanded into the claims of their trajectories that hold at the asked time
+        (now, or as of the date), each scored by the question's cosine to the message it rests on, best first."""
+        if scope.wiki is None:
+            scope.wiki = _WikiIndex.load(self.store, scope.conversation_ids)
+        wiki = scope.wiki
+        if not wiki.claims:
+            return []
+        pages = [pid for cid in scope.conversation_ids
+                 for pid, _ in route_pages(self.store, cid, question, qvec, k=self.settings.route_pages)]
+        pages += [pid for person in shape.people for pid in wiki.entity_pages.get(person, [])]
+        seen: set[str] = set()
+        out: list[tuple[ClaimRow, float]] = []
+        for tid in dict.fromkeys(t for pid in pages for t in wiki.page_trajectories.get(pid, [])):
+            for claim in wiki.by_trajectory.get(tid, []):
+                if claim.id in seen or not claim.holds_at(as_of):
+                    continue
+                seen.add(claim.id)
+                rel = max((note_cos.get(wiki.message_note.get(m, -1), 0.0) for m in claim.message_ids), default=0.0)
+                out.append((claim, rel))
+        out.sort(key=lambda cs: (-cs[1], cs[0].id))
+        return out
+
+    def _claim_item(self, claim: ClaimRow, score: float) -> ContextItem:
+        refs = [qualified_ref(claim.conversation_id, r) if len(self._scope_ids) > 1 else r for r in claim.refs]
+        when = f"[{claim.said_at[:10]}] " if claim.said_at else ""
+        return ContextItem("claim", when + claim.text, refs, round(score, 6))
+
     def _context(self, scope: _Scope, shape: QueryShape, answer: Answer, paths: list[Path], hits: Sequence[NoteHit],
                  budget: int, as_of: str | None, relevance: dict[str, float],
-                 question: str = "") -> tuple[list[ContextItem], list[PathOut]]:
+                 question: str = "", routed: Sequence[tuple[ClaimRow, float]] = ()) -> tuple[list[ContextItem], list[PathOut]]:
         """C_note and C_path under the budget (Eq. 21, 22), most useful first.
 
         The note section follows the fused note ranking; where a note's message was
@@ -513,7 +637,22 @@ class Asker:
         units: list[tuple[ContextItem, Path | None]] = []
         shown: set[str] = set()  # item texts already in the context
         used_note = 0
+        retrieved = {h.message_id for h in hits}
+        pending = [(c, sc) for c, sc in routed if sc >= s.claim_floor and not set(c.message_ids) & retrieved]
         for hit in hits:
+            while pending and pending[0][1] >= hit.cosine + s.claim_margin:
+                # a routed claim as relevant as this note comes first (items ranked together, TrajWiki §3.3)
+                claim, sc = pending.pop(0)
+                if set(claim.message_ids) <= cited_msgs:
+                    continue
+                item = self._claim_item(claim, sc)
+                cost = count_tokens(item.text)
+                if used_note + cost > b_note or item.text in shown:
+                    continue
+                shown.add(item.text)
+                units.append((item, None))
+                used_note += cost
+                cited_msgs.update(claim.message_ids)
             if hit.message_id in cited_msgs:
                 continue
             ref = hit.source_ref or hit.message_id
@@ -594,6 +733,17 @@ class Asker:
             if faceted and all(ev.validity_at(as_of) == 0.0 and not ev.said_after(as_of) for ev in faceted):
                 out.add(rowid)
         return out
+
+
+def _may_replace(shape: QueryShape, question: str, own: EventNode, other: EventNode) -> bool:
+    """May a better-scored candidate replace the answer step's sentence? Not for "before X" (the answer step
+    chose from what was said before X), and for the state now or at a date only with a statement no older than
+    the one it replaces (an older sentence is what a revision left behind)."""
+    if shape.before_event_verb is not None or shape.back_when is not None or "before" in question.lower():
+        return False
+    if shape.wants_current or shape.as_of is not None:
+        return (other.seq, other.sentence_idx) >= (own.seq, own.sentence_idx)
+    return True
 
 
 def _claim_text(scope: _Scope, hit: NoteHit, qwords: set[str], as_of: str | None) -> str | None:

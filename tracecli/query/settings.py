@@ -50,7 +50,14 @@ class AskSettings:
     # context (Eq. 21, 22); tokens are whitespace-separated words
     budget: int = 400
     note_share: float = 0.5  # B_note = note_share * budget; the rest is B_path
+    # the Memory Wiki in the context (TrajWiki §3.3): pages routed per conversation, and the cosine a routed
+    # claim needs to enter the context
+    route_pages: int = 6
+    claim_floor: float = 0.3
+    claim_margin: float = 0.1
     # answering
+    choose_by_evidence: bool = True  # a sentence-level answer may be replaced by a better-scored candidate (candidates.py)
+    lexical_weight: float = 0.3  # weight of the question's idf-weighted word overlap in the sentence re-rank
     abstain_below: float = 0.30  # best evidence relevance (cosine) under which the offline answer abstains
     facet_confidence_floor: float = 0.5  # facet events below this confidence do not answer on their own
     # ablations (`ask --ablate`, `eval --ablate`): parts of the pipeline switched off, see ABLATIONS

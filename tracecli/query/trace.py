@@ -41,6 +41,7 @@ class TraceResult:
     context: list[dict[str, Any]]
     asked: dict[str, Any] = field(default_factory=dict)
     namespace: str = DEFAULT_NAMESPACE
+    candidates: list[dict[str, Any]] = field(default_factory=list)  # what each evidence source proposed; `won` marks the answer
 
 
 def _overlap(words: set[str], text: str) -> float:
@@ -88,7 +89,7 @@ def trace_answer(store: Store, answer_id: str, namespace: str | None = None) -> 
         paths=rerank_paths(asked["question"], asked["answer"], asked["paths"]), events=events,
         claims=_claims(store, event_ids, asked["source_refs"], conversations),
         messages=_messages(store, refs, conversations, set(asked["source_refs"])), context=asked["context"], asked=asked,
-        namespace=ns,
+        namespace=ns, candidates=list(asked.get("candidates") or []),
     )
 
 

@@ -113,6 +113,73 @@ def active_claims_for_pages(store: Store, page_ids: Sequence[str]) -> list[dict[
     return out
 
 
+@dataclass(frozen=True)
+class ClaimRow:
+    """A claim as `ask` reads it: its text, verbatim quote, sources and the span of time it held.
+
+    `said_at` is when its first source message was written; `ended_at` when a later op (a REVISE that
+    supersedes it, or a DEPRECATE) retired it, from that op's source message — None while it holds."""
+
+    id: str
+    conversation_id: str
+    text: str
+    status: str
+    quote: str
+    message_ids: tuple[str, ...]
+    refs: tuple[str, ...]
+    said_at: str | None
+    ended_at: str | None
+    trajectory_id: str | None
+    predecessor_id: str | None
+    event_id: str | None = None  # the graph event the claim was made from, when there is one
+
+    def holds_at(self, as_of: str | None) -> bool:
+        """Valid now (never deprecated) or, given a date, said by then and not yet retired."""
+        if as_of is None:
+            return self.status != "deprecated"
+        return (self.said_at is None or self.said_at <= as_of) and (self.ended_at is None or self.ended_at > as_of)
+
+
+def load_claim_rows(store: Store, conversation_ids: Sequence[str]) -> dict[str, ClaimRow]:
+    """Every claim of the conversations with its sources' refs and times and when it was retired (one read per scope)."""
+    convs = list(conversation_ids)
+    if not convs or not store.has_table("claims"):
+        return {}
+    cm = placeholders(convs)
+    anchors = {r[0]: (r[1] or r[0], r[2]) for r in store.execute(
+        f"SELECT id, source_ref, timestamp FROM messages WHERE conversation_id IN ({cm})", convs)}
+    ended: dict[str, str] = {}
+    for target, mids in store.execute(
+            f"SELECT CASE op WHEN 'REVISE' THEN target_id ELSE claim_id END, source_message_ids FROM claim_ops "
+            f"WHERE conversation_id IN ({cm}) AND (op = 'DEPRECATE' OR (op = 'REVISE' AND target_id IS NOT NULL))", convs):
+        when = min((anchors[m][1] for m in json.loads(mids) if m in anchors and anchors[m][1]), default=None)
+        if target and when and (target not in ended or when < ended[target]):
+            ended[target] = when
+    out: dict[str, ClaimRow] = {}
+    for r in store.query(
+            f"SELECT id, conversation_id, text, status, supporting_quote, source_message_ids, trajectory_id, "
+            f"predecessor_id, event_id FROM claims WHERE conversation_id IN ({cm}) ORDER BY conversation_id, idx", convs):
+        mids = tuple(json.loads(r["source_message_ids"]))
+        times = [anchors[m][1] for m in mids if m in anchors and anchors[m][1]]
+        out[r["id"]] = ClaimRow(r["id"], r["conversation_id"], r["text"], r["status"], r["supporting_quote"], mids,
+                                tuple(anchors.get(m, (m, None))[0] for m in mids), min(times, default=None),
+                                ended.get(r["id"]), r["trajectory_id"], r["predecessor_id"], r["event_id"])
+    return out
+
+
+def page_trajectories(store: Store, conversation_ids: Sequence[str]) -> dict[str, list[str]]:
+    """Page id → its trajectories, for the conversations' pages."""
+    convs = list(conversation_ids)
+    if not convs or not store.has_table("wiki_page_trajectories"):
+        return {}
+    out: dict[str, list[str]] = {}
+    for pid, tid in store.execute(
+            "SELECT wpt.page_id, wpt.trajectory_id FROM wiki_page_trajectories wpt JOIN wiki_pages p ON p.id = wpt.page_id "
+            f"WHERE p.conversation_id IN ({placeholders(convs)}) ORDER BY wpt.page_id, wpt.trajectory_id", convs):
+        out.setdefault(pid, []).append(tid)
+    return out
+
+
 def claims_for_refs(store: Store, refs: Sequence[str], conversation_ids: Sequence[str]) -> list[dict[str, Any]]:
     """Claims (any status) citing the given messages (source refs like 'D1:3' or message ids), with their op history.
 

@@ -1,0 +1,187 @@
+"""The Memory Wiki in the answer path (issue 11, items 1 and 2): pages routed per question, the claims that hold at
+the asked time as context items, and candidate answers from every evidence source with the winner shown by trace.
+
+The conversation (tests/fixtures/wiki_routing.json) was written for these tests: Ines moves from one city to another
+in June 2023 and changes team in November 2023."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from tracecli.cli import app
+from tracecli.graph.build import build_graph
+from tracecli.ingest import ingest_parsed, parse_file
+from tracecli.query.ask import Asker, _Lexicon
+from tracecli.query.candidates import PRIORS, Candidate, choose, gather
+from tracecli.query.paths import EventNode, Graph
+from tracecli.query.settings import AskSettings
+from tracecli.query.shape import shape_of
+from tracecli.store import open_store
+from tracecli.wiki.compile import compile_wiki
+from tracecli.wiki.route import ClaimRow, load_claim_rows
+
+CHAT = Path(__file__).parent / "fixtures" / "wiki_routing.json"
+CONV = "ines-tariq"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
+    path = tmp_path_factory.mktemp("route") / "r.db"
+    with open_store(path) as s:
+        ingest_parsed(s, CHAT, parse_file(CHAT), embedder)
+        build_graph(s, extractor="rules")
+        compile_wiki(s, embedder=embedder)
+    return path
+
+
+def _routed(db: Path, embedder: Any, question: str, as_of: str | None) -> list[ClaimRow]:
+    with open_store(db) as s:
+        asker = Asker(s, embedder=embedder)
+        scope = asker._scope([CONV])
+        qvec = np.asarray(embedder.embed_batch([question])[0], dtype=np.float32)
+        shape = shape_of(question, scope.names, scope.now, None)
+        assert shape.people == ["Ines"]
+        note_cos = dict(zip(scope.note_rowids, (scope.note_matrix @ qvec).tolist()))
+        return [c for c, _ in asker._routed_claims(scope, shape, question, qvec, as_of, note_cos)]
+
+
+# -- claims and their time spans ----------------------------------------------------------------
+
+
+def _row(status: str, said: str | None, ended: str | None) -> ClaimRow:
+    return ClaimRow("c", "conv", "t", status, "q", ("m",), ("r",), said, ended, None, None)
+
+
+def test_a_claim_holds_from_when_it_was_said_until_it_was_retired() -> None:
+    row = _row("deprecated", "2023-02-01T00:00:00Z", "2023-06-01T00:00:00Z")
+    assert not row.holds_at(None)  # deprecated: not current
+    assert row.holds_at("2023-03-01T00:00:00Z")
+    assert not row.holds_at("2023-01-01T00:00:00Z")  # not yet said
+    assert not row.holds_at("2023-07-01T00:00:00Z")  # retired by then
+    assert _row("active", "2023-02-01T00:00:00Z", None).holds_at(None)
+
+
+def test_a_revised_claim_is_retired_at_the_revising_message(db: Path) -> None:
+    with open_store(db) as s:
+        rows = load_claim_rows(s, [CONV])
+    old = [c for c in rows.values() if c.text == "Ines lives in Valencia."]
+    new = [c for c in rows.values() if c.text == "Ines lives in Lisbon."]
+    assert old and new, sorted(c.text for c in rows.values())
+    assert new[0].predecessor_id == old[0].id and old[0].status == "deprecated"
+    assert old[0].ended_at == new[0].said_at == "2023-06-12T20:03:00Z"
+    assert new[0].refs == ("s2-m2",)
+
+
+def test_routed_claims_hold_at_the_asked_time(db: Path, embedder: Any) -> None:
+    now = {c.text for c in _routed(db, embedder, "Where does Ines live?", None)}
+    assert "Ines lives in Lisbon." in now and "Ines lives in Valencia." not in now
+    then = {c.text for c in _routed(db, embedder, "Where does Ines live?", "2023-03-01T00:00:00Z")}
+    assert "Ines lives in Valencia." in then and "Ines lives in Lisbon." not in then
+
+
+def test_claim_items_cite_exactly_their_claims_messages(db: Path, embedder: Any) -> None:
+    with open_store(db) as s:
+        by_text = {c.text: c for c in load_claim_rows(s, [CONV]).values()}
+        seen = 0
+        for q in ("Which team is Ines on?", "What does Tariq teach?", "Where does Ines live now?"):
+            res = Asker(s, embedder=embedder).ask(q, conversation_id=CONV, store_answer=False)
+            for item in res.context:
+                if item.kind != "claim":
+                    continue
+                text = re.sub(r"^\[\d{4}-\d{2}-\d{2}\] ", "", item.text)
+                claim = by_text.get(text)
+                if claim is None:
+                    continue  # a note replaced by its message's own claims (several texts in one item)
+                seen += 1
+                assert item.source_refs == list(claim.refs)
+    assert seen, "a routed claim reaches the context"
+
+
+def test_ablating_the_wiki_routes_no_claims(db: Path, embedder: Any) -> None:
+    with open_store(db) as s:
+        res = Asker(s, embedder=embedder, settings=AskSettings(ablate=frozenset({"wiki"}))).ask(
+            "What does Tariq teach?", conversation_id=CONV, store_answer=False)
+    assert not [c for c in res.context if c.kind == "claim"]
+
+
+# -- candidates ---------------------------------------------------------------------------------
+
+
+def test_every_answer_lists_its_candidates_and_the_winner_is_the_answer(db: Path, embedder: Any) -> None:
+    with open_store(db) as s:
+        res = Asker(s, embedder=embedder).ask("Where does Ines live now?", conversation_id=CONV, store_answer=False)
+    assert "Lisbon" in res.answer
+    won = [c for c in res.candidates if c.won]
+    assert len(won) == 1 and won[0].event_id
+    sources = {c.source for c in res.candidates}
+    assert won[0].source in ("chain", "frame") and len(sources) > 1
+    assert all(c.why for c in res.candidates)
+
+
+def test_trace_shows_the_candidates_and_which_won(db: Path) -> None:
+    runner = CliRunner()
+    out = runner.invoke(app, ["ask", "Where does Ines live now?", "--db", str(db), "--json"])
+    assert out.exit_code == 0, out.output
+    answer_id = json.loads(out.stdout)["answer_id"]
+    traced = runner.invoke(app, ["trace", answer_id, "--db", str(db), "--json"])
+    assert traced.exit_code == 0
+    cands = json.loads(traced.stdout)["candidates"]
+    assert sum(1 for c in cands if c["won"]) == 1
+    table = runner.invoke(app, ["trace", answer_id, "--db", str(db)])
+    assert "candidates" in table.stderr and "✓" in table.stderr
+
+
+def _ev(eid: str, seq: int, quote: str, validity: float = 1.0) -> EventNode:
+    return EventNode(
+        id=eid, conversation_id="c", session_id="s", type="state_change", subject="Ines", description=quote,
+        quote=quote, time_anchor=f"2024-0{seq}-01T10:00:00Z", event_time=None, event_time_granularity=None, seq=seq,
+        sentence_idx=0, facet=None, value=None, negated=False, confidence=0.6, validity=validity, valid_until=None,
+        topic_id=None, source_refs=[f"m{seq}"],
+    )
+
+
+def _gather(events: list[EventNode], answer: str, claims: list[str], fit: dict[str, float]) -> list[Candidate]:
+    graph = Graph({e.id: e for e in events}, defaultdict(list), defaultdict(list), {}, {})
+    ranked = [(e, fit[e.id]) for e in events]
+    return gather(graph, "sentence", answer, ranked, [], claims, {e.id: 0.5 for e in events}, AskSettings(), None,
+                  lambda evs: [fit[e.id] for e in evs])
+
+
+def test_a_better_matched_current_claim_beats_the_sentence() -> None:
+    weak, strong = _ev("e1", 1, "lots of spreadsheets lately"), _ev("e2", 2, "I'm on the payroll team")
+    cands = _gather([weak, strong], "e1", ["e2"], {"e1": 0.2, "e2": 0.6})
+    winner = choose(cands, "sentence", "e1")
+    assert winner is not None and winner.event_id == "e2" and winner.source == "claim" and winner.won
+    assert [c.event_id for c in cands if c.won] == ["e2"]
+
+
+def test_a_superseded_candidate_never_wins() -> None:
+    stale, fresh = _ev("e1", 1, "I'm on the billing team", validity=0.0), _ev("e2", 2, "lots of spreadsheets")
+    cands = _gather([stale, fresh], "e2", ["e1"], {"e1": 0.9, "e2": 0.1})
+    assert choose(cands, "sentence", "e2") is None  # the answer's own event stays
+    stale_c = next(c for c in cands if c.event_id == "e1")
+    assert stale_c.status == "outdated" and not stale_c.won and "superseded" in stale_c.why
+
+
+def test_typed_answers_outrank_every_sentence_level_candidate() -> None:
+    assert min(PRIORS["chain"], PRIORS["frame"]) - max(PRIORS["claim"], PRIORS["path"], PRIORS["sentence"]) > 1.0
+
+
+# -- the lexical half of the re-rank --------------------------------------------------------------
+
+
+def test_a_shared_rare_word_counts_more_than_a_common_one() -> None:
+    events = [_ev(f"e{i}", 1, q) for i, q in enumerate(
+        ["work was fine", "work is busy", "work again", "I joined the payroll team", "no regrets at work"])]
+    lex = _Lexicon(events)
+    q = {"team", "work"}
+    assert lex.overlap(q, "e3") > lex.overlap(q, "e0") > 0
+    assert lex.overlap(set(), "e3") == 0.0
