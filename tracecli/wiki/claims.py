@@ -18,12 +18,14 @@ faceted events keep their templated claims in both modes: they carry the lifecyc
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tracecli.graph import facets as F
+from tracecli.graph.frames import RELATION_FACETS, statement_subject
 from tracecli.store.db import Store
 from tracecli.text import STOPWORDS, short_hash
 
@@ -64,6 +66,7 @@ class EventRow:
     quote: str
     description: str
     provenance: str
+    frame: str | None = None  # the statement frame's JSON (graph/frames.py), when the parse found one
 
 
 def load_messages(store: Store, session_id: str) -> list[MessageRow]:
@@ -83,10 +86,10 @@ def load_events(store: Store, session_id: str) -> dict[int, list[EventRow]]:
     out: dict[int, list[EventRow]] = {}
     for r in store.execute(
         "SELECT id, seq, sentence_idx, subject, speaker, type, facet, value, value_norm, negated, quote, description, "
-        "provenance FROM events WHERE session_id = ? ORDER BY seq, sentence_idx, id",
+        "provenance, frame FROM events WHERE session_id = ? ORDER BY seq, sentence_idx, id",
         (session_id,),
     ):
-        ev = EventRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], r[11], r[12])
+        ev = EventRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], r[11], r[12], r[13])
         out.setdefault(ev.seq, []).append(ev)
     return out
 
@@ -600,12 +603,9 @@ def extract_offline(
         for msg in ex:
             for ev in _usable_events(events_by_seq.get(msg.seq, [])):
                 value = clean_value(ev.value) if ev.facet and ev.value else None
-                if ev.facet and ev.value and value is not None:
-                    plan.append((msg, ev, value))
-                else:
-                    plan.append((msg, ev, None))
-                    if not (ev.provenance == "llm" and ev.facet is None):
-                        to_parse.append(_strip_photo(ev.quote))
+                plan.append((msg, ev, value if ev.facet and ev.value else None))
+                if not (ev.provenance == "llm" and ev.facet is None):
+                    to_parse.append(_strip_photo(ev.quote))  # faceted too: whose fact it is comes from the parse
         plans.append(plan)
     parses = _sentence_parses(to_parse)
     out = []
@@ -635,31 +635,42 @@ def _event_drafts(
     msg: MessageRow, ev: EventRow, value: str | None, participants: Sequence[str], parses: Mapping[str, Any]
 ) -> list[ClaimDraft]:
     status = "needs-confirmation" if hedged(ev.quote) else "active"
-    base = dict(subject=ev.subject, source_message_ids=[msg.id], event_id=ev.id, facet=ev.facet, negated=ev.negated,
-                status=status)
     quote = _strip_photo(ev.quote) or ev.quote
+    doc = parses.get(quote)
+    other = _other(participants, msg.speaker)
     drafts: list[ClaimDraft] = []
     if ev.facet and value is not None:
+        subject = _facet_subject(ev, doc, msg.speaker, other, participants)
+        base = dict(subject=subject, source_message_ids=[msg.id], event_id=ev.id, facet=ev.facet, negated=ev.negated,
+                    status=status)
         fam = facet_family(ev.facet)
         if ev.facet in _LOWER_FACETS and not re.search(r"[A-Z]", value[1:]):
             value = value.lower()
         items = split_items(value) if ev.facet == "hobbies" else [value]
-        if ev.facet == "hobbies" and any(clean_value(i) is None or len(i.split()) > 4 for i in items):
-            items = []
+        if ev.facet == "hobbies" and any(clean_value(i) is None or len(i.split()) > 4 or not _nounish(doc, i) for i in items):
+            items = []  # "lovely and lazy" is no list of pastimes: the sentence itself becomes the claim
+        if subject is None:
+            items = []  # the value sits in someone else's clause ("my brother is getting married on 5 May")
         for n, item in enumerate(items):
-            text = facet_text(ev.subject, ev.facet, item, ev.negated)
-            drafts.append(ClaimDraft(key=f"ev|{ev.id}|{n}", text=text, supporting_quote=quote, item=_display_item(item),
-                                     family=fam, order=(ev.seq, ev.sentence_idx, n), **base))  # type: ignore[arg-type]
+            text = facet_text(subject, ev.facet, item, ev.negated)  # type: ignore[arg-type]
+            drafts.append(ClaimDraft(key=f"ev|{ev.id}|{n}", text=text, supporting_quote=quote,
+                                     item=_facet_item(ev.facet, item), family=fam,
+                                     order=(ev.seq, ev.sentence_idx, n), **base))  # type: ignore[arg-type]
         if drafts:
             return drafts
+    base = dict(subject=ev.subject, source_message_ids=[msg.id], event_id=ev.id, facet=ev.facet, negated=ev.negated,
+                status=status)
     if ev.provenance == "llm" and ev.facet is None:
         desc = re.split(r"\s+—\s+\"", ev.description)[0]
         rewritten = [(readable(desc), None)]
     else:
-        doc = parses.get(quote)
         if doc is None:
             return []
-        rewritten = rewrite_sentence(doc, msg.speaker, _other(participants, msg.speaker))
+        rewritten = rewrite_sentence(doc, msg.speaker, other)
+        who, _ = statement_subject(doc, msg.speaker, other, participants)
+        if who is None and not _names_participant(ev.frame):
+            who = ""  # about no participant ("it was pouring all day"): on no person's page
+        base["subject"] = who if who is not None else ev.subject
     for n, (text, item) in enumerate(rewritten):
         if len(text.split()) < 3:
             continue
@@ -670,6 +681,56 @@ def _event_drafts(
                                  item=_display_item(shown) if shown else None,
                                  family=family, order=(ev.seq, ev.sentence_idx, n), **base))  # type: ignore[arg-type]
     return drafts
+
+
+def _facet_subject(ev: EventRow, doc: Any, speaker: str, other: str | None, participants: Sequence[str]) -> str | None:
+    """Whose fact a faceted event states, from the parse of the clause holding its value.
+
+    The event's subject unless the clause says otherwise: "you moved to X" is the other participant's, a
+    named participant's clause is theirs, and a value inside a relative's clause ("my brother is getting
+    married on 5 May") is nobody's faceted fact (None).
+    """
+    if doc is None or not ev.value or ev.facet is None or ev.facet.startswith(RELATION_FACETS):
+        return ev.subject
+    who, how = statement_subject(doc, speaker, other, participants, value=ev.value)
+    if how == "person" and who:
+        return who
+    if how in ("relative", "third"):
+        return None
+    return ev.subject
+
+
+def _names_participant(frame: str | None) -> bool:
+    """Does the event's statement frame say something about a participant (not an anaphoric 'it' or a retraction)?"""
+    if not frame:
+        return False
+    try:
+        key = json.loads(frame).get("key")
+    except (ValueError, AttributeError):
+        return False
+    return bool(key) and key not in ("it", "retract")
+
+
+def _nounish(doc: Any, item: str) -> bool:
+    """Is a list item a noun phrase or a gerund in the parse (a pastime), not an adjective ("lazy")?"""
+    if doc is None:
+        return True
+    words = item.split()
+    toks = list(doc)
+    for i, t in enumerate(toks):
+        if words and t.text.lower() == words[0].lower() and " ".join(x.text.lower() for x in toks[i:i + len(words)]) == item.lower():
+            span = toks[i:i + len(words)]
+            return any(x.pos_ in ("NOUN", "PROPN") or x.tag_ == "VBG" for x in span)
+    return True
+
+
+def _facet_item(facet: str, value: str) -> str:
+    """The item an inventory lists: the frame's value phrase ("dog Biscuit" for a named pet, not "Biscuit")."""
+    base, _, param = facet.partition(":")
+    item = _display_item(value)
+    if base == "pet_name" and param not in ("", "?", "*", "pet") and param.lower() not in item.lower():
+        return f"{param} {item}"
+    return item
 
 
 # -- LLM extraction -------------------------------------------------------------------------

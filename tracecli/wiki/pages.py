@@ -136,10 +136,17 @@ class Claim:
     source_message_ids: list[str]
     supporting_quote: str
     successor_id: str | None
+    predecessor_id: str | None = None
+    framed: bool = False  # its event has a statement frame: a value stated about a participant
 
     @property
     def current(self) -> bool:
         return self.status != "deprecated"
+
+    @property
+    def fact(self) -> bool:
+        """A fact a profile lists (a facet, an inventory item or a framed statement), not chat about the day."""
+        return bool(self.facet or self.family or self.framed)
 
 
 @dataclass
@@ -172,10 +179,13 @@ def load_state(store: Store, cid: str) -> State:
                           Counter(json.loads(r["keywords"])), v / n, set(json.loads(r["terms"]))))
     claims = [
         Claim(r["id"], r["idx"], r["trajectory_id"], r["subject"], r["facet"], r["item"], r["family"], r["text"],
-              r["status"], json.loads(r["source_message_ids"]), r["supporting_quote"], r["successor_id"])
+              r["status"], json.loads(r["source_message_ids"]), r["supporting_quote"], r["successor_id"],
+              r["predecessor_id"], bool(r["framed"]))
         for r in store.query(
-            "SELECT id, idx, trajectory_id, subject, facet, item, family, text, status, source_message_ids, "
-            "supporting_quote, successor_id FROM claims WHERE conversation_id = ? ORDER BY idx", (cid,)
+            "SELECT c.id, c.idx, c.trajectory_id, c.subject, c.facet, c.item, c.family, c.text, c.status, "
+            "c.source_message_ids, c.supporting_quote, c.successor_id, c.predecessor_id, "
+            "(e.frame IS NOT NULL AND COALESCE(json_extract(e.frame, '$.key'), '') NOT IN ('', 'it', 'retract')) AS framed "
+            "FROM claims c LEFT JOIN events e ON e.id = c.event_id WHERE c.conversation_id = ? ORDER BY c.idx", (cid,)
         )
     ]
     messages = {r[0]: (r[1], r[2]) for r in store.execute(
@@ -289,8 +299,8 @@ def plan_pages(state: State, s: PageSettings) -> list[PagePlan]:
     plans: list[PagePlan] = [PagePlan("index", "index", f"Index: {state.conversation_id}", [t.id for t in state.trajs])]
     filed = [c for c in state.claims if c.trajectory_id]
     subjects = Counter(c.subject for c in filed if c.current)
-    people = list(state.participants) + sorted(p for p, n in subjects.items() if p not in state.participants and n >= 3
-                                               and re.fullmatch(r"[A-Z][\w'’\-]+", p))
+    people = list(state.participants) + sorted(p for p, n in subjects.items() if p and p not in state.participants
+                                               and n >= 3 and re.fullmatch(r"[A-Z][\w'’\-]+", p))
     entity_cover: set[str] = set()
     # entity pages
     for person in people:
@@ -312,7 +322,7 @@ def plan_pages(state: State, s: PageSettings) -> list[PagePlan]:
         if len(profile) > s.max_size:
             group_of: dict[str, str] = {}
             for t in profile:
-                groups = Counter(facet_group(c.facet) for c in mine if c.trajectory_id == t and c.facet)
+                groups = Counter(facet_group(c.facet) if c.facet else "more" for c in mine if c.trajectory_id == t and c.fact)
                 group_of[t] = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
             names = list(dict.fromkeys(group_of[t] for t in profile))
             bucket: list[str] = []
@@ -407,7 +417,7 @@ def _link(plans: list[PagePlan], state: State) -> None:
     main = {p.subject: p.slug for p in plans if p.type == "entity" and not p.facet_groups}
     subjects_of = {}
     for p in plans:
-        subjects_of[p.slug] = {c.subject for c in state.claims_of(p.trajectories) if c.current}
+        subjects_of[p.slug] = {c.subject for c in state.claims_of(p.trajectories) if c.current and c.subject}
     for p in plans:
         if p.type == "index":
             p.links = [q.slug for q in plans if q.type != "index"]
@@ -436,16 +446,37 @@ def cite(state: State, c: Claim) -> str:
     return f"(claim {c.id}; source {'; '.join(srcs)})"
 
 
+def _group(c: Claim) -> str:
+    """The entity-facet group a person's fact files under ('home', 'work', …; 'more' for other facts)."""
+    return facet_group(c.facet) if c.facet else "more"
+
+
 def _focus(p: PagePlan, c: Claim) -> bool:
     if p.type == "inventory":
         return c.subject == p.subject and c.family == p.family
     if p.type == "entity":
         if c.subject != p.subject:
             return False
-        return not p.facet_groups or (c.facet is not None and facet_group(c.facet) in p.facet_groups)
+        return not p.facet_groups or (c.fact and _group(c) in p.facet_groups)
     if p.keyword:
         return p.keyword in content_words(c.text)
     return True
+
+
+def page_claims(p: PagePlan, state: State) -> list[Claim]:
+    """The claims a page is about (any status), in claim order.
+
+    An entity page holds its person's claims only — the subject comes from the statement's frame, so what
+    Alice says about Bob's job is on Bob's page, not on hers: the main page every fact about the person
+    (faceted, an inventory item or a framed statement, wherever it was filed) plus their retired claims in
+    its trajectories, an entity-facet page the person's facts of its groups. An inventory page holds its list; a topic page all claims of its trajectories.
+    """
+    if p.type == "entity" and not p.facet_groups:
+        linked = set(p.trajectories)
+        return [c for c in state.claims if c.subject == p.subject and c.trajectory_id
+                and (c.fact or (c.trajectory_id in linked and not c.current))]
+    claims = state.claims_of(p.trajectories)
+    return [c for c in claims if _focus(p, c)] if p.type in ("entity", "inventory") else claims
 
 
 _MARK = {"needs-confirmation": " _(unconfirmed)_", "contradictory": " _(disputed)_", "active": ""}
@@ -462,45 +493,58 @@ class Rendered:
     items: list[str]
 
 
+def _quote_line(c: Claim, indent: str = "  ") -> str:
+    """The claim's supporting quote as a block quote under its bullet."""
+    return f"{indent}> {' '.join(c.supporting_quote.split())}"
+
+
 def render_page(p: PagePlan, state: State, plans: Sequence[PagePlan], s: PageSettings) -> Rendered:
-    """Deterministic markdown with the five required sections."""
+    """Deterministic markdown: overview, key facts (each with its quote), items, history, trajectories, conflicts."""
     if p.type == "index":
         return _render_index(p, state, plans)
     titles = {q.slug: q.title for q in plans}
-    claims = state.claims_of(p.trajectories)
+    claims = page_claims(p, state)
     current = [c for c in claims if c.current]
-    facts = sorted(current, key=lambda c: (0 if _focus(p, c) else 1, c.idx))[: s.max_key_facts]
+    rank = (lambda c: 0 if c.facet else 1 if c.fact else 2) if p.type == "entity" else (lambda c: 0)  # noqa: E731
+    facts = sorted(current, key=lambda c: (rank(c), c.idx))[: s.max_key_facts]
     trajs = [t for t in state.trajs if t.id in set(p.trajectories)]
-    dates = [d for t in trajs for d in (t.first_at, t.last_at) if d]
-    lines = [f"# {p.title}", "", f"_{p.type} page · {len(trajs)} linked trajectories · {len(current)} current claims_", ""]
+    dates = sorted(d for c in claims for m in c.source_message_ids if (d := _date(state.messages.get(m, (None, None))[1])))
+    noun = "facts" if p.type == "entity" else "claims"
+    lines = [f"# {p.title}", "", f"_{p.type} page · {len(trajs)} linked trajectories · {len(current)} current {noun}_", ""]
     lines += ["## Overview", ""]
     retired = [c for c in claims if not c.current]
-    who = p.subject or ", ".join(sorted({c.subject for c in current})) or "the speakers"
-    span = f" from {_date(min(dates))} to {_date(max(dates))}" if dates else ""
+    who = p.subject or ", ".join(sorted({c.subject for c in current if c.subject})) or "the speakers"
+    span = f" from {dates[0]} to {dates[-1]}" if dates else ""
     if p.type == "inventory":
         now_items = _items(c for c in current if _focus(p, c))
         lines.append(f"{p.subject}'s {p.family}: {len(now_items)} current item{'s' if len(now_items) != 1 else ''}"
                      f"{' (' + ', '.join(now_items) + ')' if now_items else ''}, recorded{span}.")
     elif p.type == "entity":
         scope = f" about {', '.join(p.facet_groups)}" if p.facet_groups else ""
-        lines.append(f"What the conversation says about {p.subject}{scope}: {len(current)} current claims across "
-                     f"{len(trajs)} trajectories{span}.")
+        lines.append(f"What the conversation says about {p.subject}{scope}: {len(current)} current facts, "
+                     f"stated{span}.")
     else:
         lines.append(f"Claims by {who}{' on ' + p.keyword if p.keyword else ''}: {len(current)} current claims across "
                      f"{len(trajs)} trajectories{span}.")
     if retired:
         lines.append(f"{len(retired)} earlier claim{'s were' if len(retired) != 1 else ' was'} revised or retracted "
-                     "(see Conflicts / uncertainty).")
+                     "(see History and Conflicts / uncertainty).")
     if p.links:
         lines += ["", "See also: " + ", ".join(f"[{titles.get(x, x)}]({x}.md)" for x in p.links)]
     lines += ["", "## Key facts", ""]
-    lines += [f"- {c.text}{_MARK.get(c.status, '')} {cite(state, c)}" for c in facts] or ["- (no current claims)"]
+    for c in facts:
+        lines += [f"- {c.text}{_MARK.get(c.status, '')} {cite(state, c)}", _quote_line(c)]
+    if not facts:
+        lines.append("- (no current claims)")
     if len(current) > len(facts):
         lines.append(f"- … {len(current) - len(facts)} more current claims in the linked trajectories.")
     lines += ["", "## Items / counts", ""]
     lines += _items_section(p, claims)
+    history = history_lines(state, claims)
+    if history:
+        lines += ["", "## History", ""] + history
     lines += ["", "## Linked trajectories", ""]
-    lines += _trajectory_lines(trajs, claims)
+    lines += _trajectory_lines(trajs, claims if p.type == "entity" else state.claims_of(p.trajectories))
     lines += ["", "## Conflicts / uncertainty", ""]
     lines += _conflict_lines(state, claims)
     md = "\n".join(lines).rstrip() + "\n"
@@ -509,15 +553,17 @@ def render_page(p: PagePlan, state: State, plans: Sequence[PagePlan], s: PageSet
     keywords = [w for w, _ in sorted(kw.items(), key=lambda kv: (-kv[1], kv[0])) if w not in GENERIC][:20]
     items = _items(c for c in claims if c.family)
     routing = f"{p.title}. " + " ".join(c.text for c in focus) + (" Items: " + ", ".join(items) + "." if items else "")
-    return Rendered(md, routing, keywords, sorted({c.subject for c in current}), items)
+    return Rendered(md, routing, keywords, sorted({c.subject for c in current if c.subject}), items)
 
 
 def _items(claims: Any) -> list[str]:
+    """Distinct items in claim order; an item whose words another item holds is that item ("dog" in "dog Biscuit")."""
     out: dict[str, str] = {}
     for c in claims:
         if c.item:
             out.setdefault(c.item.lower(), c.item)
-    return list(out.values())
+    words = {k: set(re.findall(r"\w+", k)) for k in out}
+    return [v for k, v in out.items() if not any(o != k and words[k] and words[k] < words[o] for o in out)]
 
 
 def _items_section(p: PagePlan, claims: Sequence[Claim]) -> list[str]:
@@ -540,6 +586,63 @@ def _items_section(p: PagePlan, claims: Sequence[Claim]) -> list[str]:
     lines.append("- Claims: " + ", ".join(f"{k} {statuses[k]}" for k in ("active", "needs-confirmation", "contradictory",
                                                                          "deprecated") if statuses[k]) if claims else "- Claims: 0")
     return lines
+
+
+def _step(state: State, c: Claim, when_id: str | None = None, note: str = "") -> list[str]:
+    mid = when_id or (c.source_message_ids[0] if c.source_message_ids else "")
+    ref, ts = state.messages.get(mid, (None, None))
+    return [f"  - {_date(ts) or 'undated'} · {c.text}{note} — {ref or mid}", _quote_line(c, "    ")]
+
+
+_FACT_LABELS = {"residence": "home", "moving_to": "moving to", "hometown": "home town", "employer": "employer",
+                "occupation": "job", "coffee": "usual drink", "trip_destination": "trip", "ball_game": "sport"}
+
+
+def fact_label(facet: str) -> str:
+    """A reader's name for one fact ('moving_to' → 'moving to', 'date:wedding' → 'wedding date')."""
+    base, _, param = facet.partition(":")
+    if param and param not in ("?", "*"):
+        return {"date": f"{param} date", "venue": f"{param} venue", "favourite": f"favourite {param}",
+                "pet_name": f"{param}'s name", "family": f"{param}'s name"}.get(base, f"{param} {base}")
+    return _FACT_LABELS.get(base, base.replace("_", " "))
+
+
+def history_lines(state: State, claims: Sequence[Claim], max_chains: int = 15, max_steps: int = 6) -> list[str]:
+    """How the page's facts changed: one bullet per changed fact, its values in order with dates and quotes.
+
+    A single-valued fact (home, work, …) is one thread whatever retired its values; a list item or a free
+    statement follows its chain of revisions. Only threads with a change are shown.
+    """
+    from tracecli.graph.link import MULTI_VALUED_PREFIXES
+
+    by_id = {c.id: c for c in state.claims}
+    threads: dict[str, list[Claim]] = {}
+    for c in claims:
+        if c.facet and not c.facet.startswith(MULTI_VALUED_PREFIXES) and c.facet != "hobbies":
+            key = f"{c.subject}|{c.facet}"
+        else:
+            root, hops = c, 0
+            while root.predecessor_id in by_id and hops < 50:
+                root, hops = by_id[root.predecessor_id], hops + 1  # type: ignore[index]
+            key = root.id
+        threads.setdefault(key, []).append(c)
+    out: list[str] = []
+    changed = [cs for cs in threads.values() if any(not c.current for c in cs)]
+    for cs in sorted(changed, key=lambda cs: min(c.idx for c in cs))[:max_chains]:
+        cs = sorted(cs, key=lambda c: c.idx)
+        first = cs[0]
+        label = fact_label(first.facet) if first.facet else "statement"
+        out.append(f"- **{first.subject or 'unattributed'} · {label}**")
+        for c in cs[-max_steps:]:
+            out += _step(state, c, note=" _(current)_" if c.current else "")
+        last = cs[-1]
+        op = state.retired_by.get(last.id)
+        if not last.current and op is not None and op["op"] == "DEPRECATE":
+            mids = json.loads(op["source_message_ids"])
+            ref, ts = state.messages.get(mids[0], (None, None)) if mids else (None, None)
+            out += [f"  - {_date(ts) or 'undated'} · no longer holds — {ref or (mids[0] if mids else '')}",
+                    f"    > {' '.join(str(op['quote']).split())}"]
+    return out
 
 
 def _trajectory_lines(trajs: Sequence[Traj], claims: Sequence[Claim]) -> list[str]:
