@@ -205,7 +205,8 @@ def claims_history_cmd(
         render.emit_json({"chains": chains})
         return
     for ch in chains:
-        rows = [[s.n, s.op, (s.date or "")[:10], s.claim_id, s.text, s.status, s.quote, ", ".join(s.source_refs)]
+        rows = [[s.n, s.op, (s.date or "")[:10], s.claim_id, s.text,
+                 s.status if s.op_status == s.status else f"{s.status} (was {s.op_status})", s.quote, ", ".join(s.source_refs)]
                 for s in ch.steps]
         title = f"{ch.conversation_id} · {ch.fact} · now: {'; '.join(ch.current) or 'nothing current'}"
         render.show(render.table(title, ["#", "op", "date", "claim", "text", "status", "quote", "source"], rows))

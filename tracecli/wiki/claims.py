@@ -284,6 +284,39 @@ def facet_family(facet: str) -> str | None:
     return _FAMILY_BY_FACET.get(facet)
 
 
+def facet_group(facet: str) -> str:
+    """A reader's name for a family of facets ('moving_to' → 'home')."""
+    if facet.startswith("pet_name:"):
+        return "pets"
+    if facet.startswith("family:"):
+        return "family"
+    if facet.startswith("favourite:"):
+        return "favourites"
+    if facet in ("trip_destination", "date:trip"):
+        return "travel"
+    if facet.startswith(("date:", "venue:")):
+        return facet.split(":", 1)[1]
+    return {
+        "residence": "home", "moving_to": "home", "hometown": "origins", "employer": "work", "occupation": "work",
+        "study": "studies", "diet": "food and drink", "coffee": "food and drink", "sport": "activities",
+        "hobbies": "activities", "instrument": "activities", "club": "activities", "partner": "relationship",
+        "relationship": "relationship", "car": "car",
+    }.get(facet, facet)
+
+
+_FACT_LABELS = {"residence": "home", "moving_to": "moving to", "hometown": "home town", "employer": "employer",
+                "occupation": "job", "coffee": "usual drink", "trip_destination": "trip", "ball_game": "sport"}
+
+
+def fact_label(facet: str) -> str:
+    """A reader's name for one fact ('moving_to' → 'moving to', 'date:wedding' → 'wedding date')."""
+    base, _, param = facet.partition(":")
+    if param and param not in ("?", "*"):
+        return {"date": f"{param} date", "venue": f"{param} venue", "favourite": f"favourite {param}",
+                "pet_name": f"{param}'s name", "family": f"{param}'s name"}.get(base, f"{param} {base}")
+    return _FACT_LABELS.get(base, base.replace("_", " "))
+
+
 _BALL_GAMES = frozenset("squash padel tennis badminton football five-a-side soccer basketball volleyball golf rugby "
                         "cricket hockey netball".split()) | {"table tennis", "ping pong"}
 

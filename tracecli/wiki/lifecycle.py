@@ -40,7 +40,7 @@ from tracecli.graph.link import MULTI_VALUED_PREFIXES
 from tracecli.scope import resolve_scope
 from tracecli.store.db import Store, dumps, like_escape, placeholders, utc_now
 from tracecli.text import content_words, short_hash, stem
-from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow, norm_text
+from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow, fact_label, facet_group, norm_text
 
 if TYPE_CHECKING:
     from tracecli.providers.llm import ChatModel
@@ -423,8 +423,9 @@ class HistoryStep:
     claim_id: str
     target_id: str | None
     text: str
-    status: str
-    current_status: str
+    status: str  # the claim's status now (a claim revised since then is `deprecated`), as the table shows it
+    op_status: str  # the status this op gave the claim when it ran
+    current_status: str  # the same as `status` (kept for readers of the older JSON shape)
     date: str | None
     quote: str
     source_refs: list[str]
@@ -464,11 +465,9 @@ def claim_history(store: Store, query: str, conversation_id: str | None = None, 
         terms = _match_terms(q)
         if not terms:
             raise NoAnswer("the query has no words to look for")
-        cond = " AND ".join("LOWER(text) LIKE ? ESCAPE '\\'" for _ in terms)
-        hits = store.query(
-            f"SELECT * FROM claims WHERE {cond}{where} ORDER BY conversation_id, idx",
-            (*[f"%{like_escape(t)}%" for t in terms], *params),
-        )
+        # a word may be in the claim's text or in its fact's name ("Alice's home" finds "Alice lives in Porto.")
+        hits = [r for r in store.query(f"SELECT * FROM claims WHERE 1 = 1{where} ORDER BY conversation_id, idx", params)
+                if all(t in _searchable(r) for t in terms)]
         if not hits:
             raise NoAnswer(f"no claim mentions {' '.join(terms)!r}")
     chains: dict[tuple[str, str], set[str]] = {}
@@ -477,6 +476,15 @@ def claim_history(store: Store, query: str, conversation_id: str | None = None, 
         chains.setdefault(key, set()).update(members)
     ranked = sorted(chains.items(), key=lambda kv: (-sum(1 for h in hits if h["id"] in kv[1]), kv[0]))
     return [_render_chain(store, cid, fact, members) for (cid, fact), members in ranked[:limit]]
+
+
+def _searchable(claim: Mapping[str, Any]) -> str:
+    """What a claim is matched against: its text, subject, item and the reader's names of its fact."""
+    facet = claim["facet"] or ""
+    parts = [claim["text"], claim["subject"] or "", claim["item"] or "", claim["family"] or ""]
+    if facet:
+        parts += [facet_group(facet), fact_label(facet), facet.replace("_", " ").replace(":", " ")]
+    return " ".join(parts).lower()
 
 
 def _match_terms(query: str) -> list[str]:
@@ -536,8 +544,8 @@ def _render_chain(store: Store, cid: str, fact: str, members: set[str]) -> Claim
             continue
         mids = json.loads(o["source_message_ids"])
         steps.append(HistoryStep(
-            n=o["n"], op=o["op"], claim_id=o["claim_id"], target_id=o["target_id"], text=claim["text"], status=o["status"],
-            current_status=claim["status"], date=next((msgs[m][0] for m in mids if m in msgs), None), quote=o["quote"],
+            n=o["n"], op=o["op"], claim_id=o["claim_id"], target_id=o["target_id"], text=claim["text"], status=claim["status"],
+            op_status=o["status"], current_status=claim["status"], date=next((msgs[m][0] for m in mids if m in msgs), None), quote=o["quote"],
             source_refs=[msgs[m][1] or m for m in mids if m in msgs], message_ids=mids, reason=o["reason"],
         ))
     current = [c["text"] for c in sorted(claims.values(), key=lambda c: c["idx"]) if c["status"] != "deprecated"]

@@ -42,6 +42,7 @@ import sqlite_vec
 
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import STOPWORDS, content_words, short_hash
+from tracecli.wiki.claims import fact_label, facet_group
 from tracecli.wiki.trajectories import GENERIC
 
 if TYPE_CHECKING:
@@ -217,26 +218,6 @@ class PagePlan:
     keyword: str | None = None
     rescue: bool = False
     links: list[str] = field(default_factory=list)
-
-
-def facet_group(facet: str) -> str:
-    """A reader's name for a family of facets ('moving_to' → 'home')."""
-    if facet.startswith("pet_name:"):
-        return "pets"
-    if facet.startswith("family:"):
-        return "family"
-    if facet.startswith("favourite:"):
-        return "favourites"
-    if facet in ("trip_destination", "date:trip"):
-        return "travel"
-    if facet.startswith(("date:", "venue:")):
-        return facet.split(":", 1)[1]
-    return {
-        "residence": "home", "moving_to": "home", "hometown": "origins", "employer": "work", "occupation": "work",
-        "study": "studies", "diet": "food and drink", "coffee": "food and drink", "sport": "activities",
-        "hobbies": "activities", "instrument": "activities", "club": "activities", "partner": "relationship",
-        "relationship": "relationship", "car": "car",
-    }.get(facet, facet)
 
 
 def shard(tids: Sequence[str], vectors: Mapping[str, np.ndarray], target: int, cap: int) -> list[list[str]]:
@@ -592,19 +573,6 @@ def _step(state: State, c: Claim, when_id: str | None = None, note: str = "") ->
     mid = when_id or (c.source_message_ids[0] if c.source_message_ids else "")
     ref, ts = state.messages.get(mid, (None, None))
     return [f"  - {_date(ts) or 'undated'} · {c.text}{note} — {ref or mid}", _quote_line(c, "    ")]
-
-
-_FACT_LABELS = {"residence": "home", "moving_to": "moving to", "hometown": "home town", "employer": "employer",
-                "occupation": "job", "coffee": "usual drink", "trip_destination": "trip", "ball_game": "sport"}
-
-
-def fact_label(facet: str) -> str:
-    """A reader's name for one fact ('moving_to' → 'moving to', 'date:wedding' → 'wedding date')."""
-    base, _, param = facet.partition(":")
-    if param and param not in ("?", "*"):
-        return {"date": f"{param} date", "venue": f"{param} venue", "favourite": f"favourite {param}",
-                "pet_name": f"{param}'s name", "family": f"{param}'s name"}.get(base, f"{param} {base}")
-    return _FACT_LABELS.get(base, base.replace("_", " "))
 
 
 def history_lines(state: State, claims: Sequence[Claim], max_chains: int = 15, max_steps: int = 6) -> list[str]:
