@@ -111,11 +111,14 @@ def test_recompile_rewrites_nothing(sample_db: Path, tmp_path: Path, embedder: A
 
 def test_export_writes_linked_markdown_files(store: Store, tmp_path: Path) -> None:
     written = export_pages(store, tmp_path / "wiki", CID)
-    files = {p for _, _, p in written}
+    files = {p for _, name, p in written if not name.startswith("claims/")}
     assert len(files) == len(list_pages(store, CID))
+    notes = {p.stem for p in (tmp_path / "wiki" / CID).rglob("*.md")}
     for path in files:
-        for target in re.findall(r"\]\(([^)]+\.md)\)", path.read_text(encoding="utf-8")):
-            assert (path.parent / target).is_file(), (path.name, target)
+        text = path.read_text(encoding="utf-8")
+        assert not re.findall(r"\]\(([^)]+\.md)\)", text)  # Obsidian: wiki links, not markdown links
+        for target in re.findall(r"\[\[([^\]|]+)", text):
+            assert target in notes, (path.name, target)
     assert (tmp_path / "wiki" / CID / "index.md").is_file()
     with pytest.raises(NotFound):
         get_page(store, "no-such-page")

@@ -500,6 +500,8 @@ def statement_subject(sent: Any, speaker: str, other: str | None, participants: 
             return speaker, "dropped"
         return None, "none"
     person = resolve_person(subj, speaker, other, participants)
+    if person is None and subj.text[:1].isupper():  # the small tagger reads some names as common nouns
+        person = next((p for p in participants if subj.text in (p, p.split()[0])), None)
     if person is not None:
         return person, "person"
     if subj.pos_ in ("NOUN", "PROPN"):
