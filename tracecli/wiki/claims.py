@@ -11,9 +11,11 @@ claim ("Alice is moving to Porto."), one per item for list facets ("I love
 pottery, hiking and painting" → three claims); any other event becomes its
 sentence in the third person (I/my/you resolved to names), split per item when it
 holds a list of things or actions; a shared photo becomes "X shared a photo of …".
-With an LLM, a structured reply replaces the sentence claims of non-faceted
-sentences, validated the same way (offline claims when the reply is unusable);
-faceted events keep their templated claims in both modes: they carry the lifecycle.
+With an LLM (`llm_claims`), a structured reply replaces the sentence claims of
+non-faceted sentences, validated the same way (offline claims when the reply is
+unusable); faceted events keep their templated claims in both modes: they carry
+the lifecycle. A claim's subject is whose fact it is, read from the statement's
+clause (`graph.frames.statement_subject`), not who said it.
 """
 
 from __future__ import annotations
@@ -22,15 +24,12 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tracecli.graph import facets as F
 from tracecli.graph.frames import RELATION_FACETS, statement_subject
 from tracecli.store.db import Store
 from tracecli.text import STOPWORDS, short_hash
-
-if TYPE_CHECKING:
-    from tracecli.providers.llm import ChatModel
 
 # -- rows ------------------------------------------------------------------------------
 
@@ -189,7 +188,7 @@ def grounded(draft: ClaimDraft, messages: Mapping[str, MessageRow]) -> bool:
 
 # -- claim text ------------------------------------------------------------------------
 
-_PHOTO = re.compile(r"\[shares? (?:a )?(?:photo|picture|image)s?:\s*(?P<cap>[^\]]+)\]")
+PHOTO = re.compile(r"\[shares? (?:a )?(?:photo|picture|image)s?:\s*(?P<cap>[^\]]+)\]")
 _EMOJI = re.compile(
     "[\U0001F000-\U0001FAFF\U00002600-\U000027BF\U0000FE0F\U0001F1E6-\U0001F1FF\u200d\u2764\u2b50\u2705]+"
 )
@@ -216,7 +215,7 @@ def hedged(quote: str) -> bool:
 
 def readable(text: str) -> str:
     """Polish a rewritten sentence into a claim: no emoji, no discourse openers, full stop."""
-    t = _PHOTO.sub("", text)
+    t = PHOTO.sub("", text)
     t = re.sub(r"(?<=\w)\s*(?:" + _EMOJI.pattern + r")\s+(?=[A-Z])", ". ", t)
     t = _EMOJI.sub("", t)
     t = re.sub(r"\s+", " ", t).strip(" -–—,;:")
@@ -562,7 +561,7 @@ def rewrite_sentence(doc: Any, speaker: str, other: str | None) -> list[tuple[st
 _LOWER_FACETS = ("coffee", "diet", "sport", "hobbies", "instrument")
 
 
-def _display_item(item: str) -> str:
+def display_item(item: str) -> str:
     """An item as shown on pages: the speaker's words without articles or possessives in front."""
     v = re.sub(r"^(?:the|a|an|my|our|his|her|their|some)\s+", "", item.strip(), flags=re.I)
     return v.strip(" ,.;:!?\"'“”") or item.strip()
@@ -574,14 +573,14 @@ def _other(participants: Sequence[str], speaker: str) -> str | None:
 
 
 def _strip_photo(quote: str) -> str:
-    m = _PHOTO.search(quote)
+    m = PHOTO.search(quote)
     return quote[: m.start()].rstrip() if m else quote
 
 
 def photo_drafts(msg: MessageRow) -> list[ClaimDraft]:
     """'X shared a photo of …' claims for photo captions in a message."""
     out = []
-    for n, m in enumerate(_PHOTO.finditer(msg.text)):
+    for n, m in enumerate(PHOTO.finditer(msg.text)):
         cap = m.group("cap").strip()
         cap = re.sub(r"^(?:a\s+)?(?:photo|photograph|photography|picture|image|pic)\s+of\s+", "", cap, flags=re.I)
         if not cap:
@@ -711,7 +710,7 @@ def _event_drafts(
         family, inv_item = fam_item if fam_item else (None, None)
         shown = inv_item if family and not (item and fam_item == free_family(item)) else item
         drafts.append(ClaimDraft(key=f"ev|{ev.id}|{n}", text=text, supporting_quote=quote,
-                                 item=_display_item(shown) if shown else None,
+                                 item=display_item(shown) if shown else None,
                                  family=family, order=(ev.seq, ev.sentence_idx, n), **base))  # type: ignore[arg-type]
     return drafts
 
@@ -760,136 +759,7 @@ def _nounish(doc: Any, item: str) -> bool:
 def _facet_item(facet: str, value: str) -> str:
     """The item an inventory lists: the frame's value phrase ("dog Biscuit" for a named pet, not "Biscuit")."""
     base, _, param = facet.partition(":")
-    item = _display_item(value)
+    item = display_item(value)
     if base == "pet_name" and param not in ("", "?", "*", "pet") and param.lower() not in item.lower():
         return f"{param} {item}"
     return item
-
-
-# -- LLM extraction -------------------------------------------------------------------------
-
-CLAIM_SCHEMA: dict[str, Any] = {
-    "title": "exchange_claims",
-    "type": "object",
-    "properties": {
-        "claims": {
-            "type": "array",
-            "maxItems": 40,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string", "minLength": 3, "maxLength": 400},
-                    "subject": {"type": "string"},
-                    "source": {"type": "string"},
-                    "supporting_quote": {"type": "string", "minLength": 2, "maxLength": 600},
-                    "status": {"type": "string", "enum": ["active", "needs-confirmation"]},
-                },
-                "required": ["text", "subject", "source", "supporting_quote", "status"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["claims"],
-    "additionalProperties": False,
-}
-
-_CLAIM_SYSTEM = """\
-You turn one exchange of a conversation into atomic memory claims.
-Each claim is one complete third-person sentence a reader understands without the chat:
-name people instead of using I/you/we/my (the speaker of each line is given), and keep the
-exact names, titles, places, counts and items the speakers used. A list of things in one
-line ("I love X, Y and Z") becomes one claim per item. Only state what the lines say.
-Skip greetings, questions, reactions and small talk.
-For every claim give: `source` = the label of the line it comes from (e.g. "M2"),
-`supporting_quote` = a span copied character for character from that line,
-`subject` = the person the claim is about, and `status` = "needs-confirmation" when the
-speaker hedges (probably, maybe, if ...), else "active". Reply with JSON only."""
-
-
-def claim_prompt(exchange: Sequence[MessageRow], participants: Sequence[str]) -> list[dict[str, str]]:
-    """The chat messages asking for an exchange's claims."""
-    lines = [f"Participants: {', '.join(participants)}"]
-    for n, m in enumerate(exchange, 1):
-        when = (m.timestamp or "")[:10]
-        lines.append(f"M{n} [{when}] {m.speaker}: {m.text[:2000]}")
-    return [{"role": "system", "content": _CLAIM_SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
-
-
-def check_llm_claims(
-    value: Any, exchange: Sequence[MessageRow], events_by_seq: Mapping[int, Sequence[EventRow]], participants: Sequence[str]
-) -> tuple[list[ClaimDraft], int]:
-    """Validated drafts from a structured reply, and how many were dropped as ungrounded."""
-    labels = {f"M{n}": m for n, m in enumerate(exchange, 1)}
-    msgs = {m.id: m for m in exchange}
-    names = set(participants) | {m.speaker for m in exchange}
-    drafts: list[ClaimDraft] = []
-    dropped = 0
-    for n, raw in enumerate(value.get("claims", []) if isinstance(value, dict) else []):
-        msg = labels.get(str(raw.get("source", "")).strip())
-        quote = str(raw.get("supporting_quote", ""))
-        text = readable(str(raw.get("text", "")))
-        subject = str(raw.get("subject", "")).strip()
-        if msg is None or not text:
-            dropped += 1
-            continue
-        if quote not in msg.text:
-            stripped = quote.strip().strip("\"'“”")
-            if stripped and stripped in msg.text:
-                quote = stripped
-        if subject not in names:
-            subject = msg.speaker
-        events = events_by_seq.get(msg.seq, [])
-        host = next((e for e in events if quote and quote in e.quote), None)
-        if host is not None and host.facet and host.value and clean_value(host.value) is not None:
-            continue  # a faceted sentence: its templated claims carry the lifecycle
-        fam_item = free_family(text)
-        d = ClaimDraft(
-            key=f"llm|{msg.id}|{short_hash(text, quote)}", text=text, subject=subject, source_message_ids=[msg.id],
-            supporting_quote=quote, status=str(raw.get("status") or "active"), event_id=host.id if host else None,
-            family=fam_item[0] if fam_item else None, item=_display_item(fam_item[1]) if fam_item else None,
-            origin="llm", order=(msg.seq, host.sentence_idx if host else 500 + n, n),
-        )
-        if d.status not in ("active", "needs-confirmation"):
-            d.status = "active"
-        if not grounded(d, msgs):
-            dropped += 1
-            continue
-        drafts.append(d)
-    return drafts, dropped
-
-
-def extract_with_llm(
-    llm: ChatModel,
-    exchanges: Sequence[Sequence[MessageRow]],
-    events_by_seq: Mapping[int, Sequence[EventRow]],
-    participants: Sequence[str],
-    offline: Sequence[Extraction],
-    stage: str = "compile-wiki",
-) -> list[Extraction]:
-    """LLM claims for each exchange, merged with the offline faceted claims; offline claims when a reply is unusable."""
-    from tracecli.providers.llm import LLMRequest
-
-    todo = [n for n, ex in enumerate(exchanges) if any(events_by_seq.get(m.seq) for m in ex) or any(_PHOTO.search(m.text) for m in ex)]
-    requests = [LLMRequest(claim_prompt(exchanges[n], participants), CLAIM_SCHEMA, stage) for n in todo]
-    results = llm.complete_many(requests, stage=stage) if requests else []
-    out = [Extraction(drafts=list(o.drafts), ungrounded=o.ungrounded) for o in offline]
-    for n, result in zip(todo, results):
-        if not result.ok:
-            out[n].llm_fallback = True
-            continue
-        drafts, dropped = check_llm_claims(result.value, exchanges[n], events_by_seq, participants)
-        if not drafts:
-            out[n].llm_fallback = True
-            out[n].ungrounded += dropped
-            continue
-        keep = [d for d in offline[n].drafts if d.facet and d.event_id and not d.key.startswith("photo|")]
-        keep += [d for d in offline[n].drafts if d.key.startswith("photo|")]
-        seen = {norm_text(d.text) for d in keep}
-        merged = list(keep)
-        for d in drafts:
-            if norm_text(d.text) not in seen:
-                seen.add(norm_text(d.text))
-                merged.append(d)
-        out[n] = Extraction(drafts=sorted(merged, key=lambda d: d.order), ungrounded=offline[n].ungrounded + dropped,
-                            llm_used=True)
-    return out
