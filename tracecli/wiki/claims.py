@@ -285,12 +285,8 @@ def facet_family(facet: str) -> str | None:
 
 def facet_group(facet: str) -> str:
     """A reader's name for a family of facets ('moving_to' → 'home')."""
-    if facet.startswith("pet_name:"):
-        return "pets"
-    if facet.startswith("family:"):
-        return "family"
-    if facet.startswith("favourite:"):
-        return "favourites"
+    if facet.startswith(("pet_name:", "family:", "favourite:")):
+        return facet_family(facet) or facet
     if facet in ("trip_destination", "date:trip"):
         return "travel"
     if facet.startswith(("date:", "venue:")):
