@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3 as stdlib_sqlite3
 import threading
 from collections.abc import Iterator
@@ -574,9 +575,7 @@ def test_wiki_export_writes_nothing_through_a_planted_link(two_folders_db: Path,
     assert victim.read_text() == "keep me"
     page.unlink()
     folder = page.parent
-    for f in folder.iterdir():
-        f.unlink()
-    folder.rmdir()
+    shutil.rmtree(folder)  # pages and their claims/ notes
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     folder.symlink_to(elsewhere, target_is_directory=True)
