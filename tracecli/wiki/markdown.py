@@ -38,18 +38,13 @@ def cite(state: State, c: Claim) -> str:
     return f"(claim {c.id}; source {'; '.join(srcs)})"
 
 
-def _group(c: Claim) -> str:
-    """The entity-facet group a person's fact files under ('home', 'work', …; 'more' for other facts)."""
-    return facet_group(c.facet) if c.facet else "more"
-
-
 def _focus(p: PagePlan, c: Claim) -> bool:
     if p.type == "inventory":
         return c.subject == p.subject and c.family == p.family
     if p.type == "entity":
         if c.subject != p.subject:
             return False
-        return not p.facet_groups or (c.fact and _group(c) in p.facet_groups)
+        return not p.facet_groups or (c.facet is not None and facet_group(c.facet) in p.facet_groups)
     if p.keyword:
         return p.keyword in content_words(c.text)
     return True

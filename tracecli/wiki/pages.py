@@ -304,7 +304,7 @@ def plan_pages(state: State, s: PageSettings) -> list[PagePlan]:
         if len(profile) > s.max_size:
             group_of: dict[str, str] = {}
             for t in profile:
-                groups = Counter(facet_group(c.facet) if c.facet else "more" for c in mine if c.trajectory_id == t and c.fact)
+                groups = Counter(facet_group(c.facet) for c in mine if c.trajectory_id == t and c.facet)
                 group_of[t] = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
             names = list(dict.fromkeys(group_of[t] for t in profile))
             bucket: list[str] = []
