@@ -28,7 +28,8 @@ CONVERSATION = {
         {"id": "s1", "started_at": "2023-03-02T19:00:00Z", "messages": [
             ("Ines", "Congrats on the new job! So you work at the harbour authority now?"),
             ("Tomasz", "Yes, I started at the harbour authority on Monday. How is your knee doing?"),
-            ("Ines", "My knee is still swollen after the fall. I'm allergic to peanuts, so the hospital food was a gamble."),
+            ("Ines", "My knee is still swollen after the fall. I'm allergic to peanuts, so the hospital food was a gamble. "
+                     "I work at the bakery on Quay Street."),
             ("Tomasz", "Your knee will heal. Your job at the bakery must be hard with it."),
             ("Ines", "My favourite band is Velvet Orchard. My locker code at the pool is K7-2291. My dog Noodle is lovely and lazy."),
             ("Tomasz", "My hobbies are rowing and chess. I live in Gdynia."),
@@ -114,6 +115,21 @@ def test_plainly_stated_facts_appear_on_the_persons_page(store: Any) -> None:
     assert "  > I'm allergic to peanuts, so the hospital food was a gamble." in facts
 
 
+def test_no_revision_crosses_from_one_person_to_another(store: Any) -> None:
+    rows = store.execute(
+        "SELECT n.subject, o.subject, o.text, n.text FROM claim_ops op JOIN claims n ON n.id = op.claim_id "
+        "JOIN claims o ON o.id = op.target_id WHERE op.op = 'REVISE' AND op.conversation_id = ?", (CID,)).fetchall()
+    assert rows  # Gdynia → Sopot at least
+    assert all(new == old for new, old, *_ in rows), rows
+    # Ines's "you work at the harbour authority" is Tomasz's employer; it retires nothing of hers
+    retired = [r[0] for r in store.execute(
+        "SELECT c.text FROM claims c WHERE c.subject = 'Ines' AND c.status = 'deprecated' AND c.conversation_id = ?",
+        (CID,))]
+    assert not any("harbour" in t for t in retired)
+    harbour = store.execute("SELECT subject, status FROM claims WHERE facet = 'employer' AND item LIKE '%harbour%'").fetchall()
+    assert harbour and all(r == ("Tomasz", "active") for r in harbour), harbour
+
+
 # -- value phrases -------------------------------------------------------------------------------------------
 
 
@@ -145,7 +161,13 @@ def test_changes_show_as_a_dated_history_with_quotes(store: Any) -> None:
     new = lines.index("  - 2023-09-10 · Tomasz lives in Sopot. _(current)_ — s2-m1")
     assert old < new
     assert lines[old + 1] == "    > I live in Gdynia." and lines[new + 1] == "    > Big news: I moved to Sopot last week."
-    assert "## History" not in get_page(store, "ines", CID).markdown  # nothing of hers changed
+    # a retraction closes a thread with the retracting quote; a value cut after "on" is the whole value phrase
+    ines = _section(get_page(store, "ines", CID).markdown, "History").strip().splitlines()
+    start = ines.index("- **Ines · employer**")
+    assert ines[start + 1: start + 5] == [
+        "  - 2023-03-02 · Ines works at bakery on Quay Street. — s1-m3", "    > I work at the bakery on Quay Street.",
+        "  - 2023-09-10 · no longer holds — s2-m2", "    > I quit the bakery and I work at the library now."]
+    assert "Tomasz" not in "\n".join(ines)
 
 
 # -- Obsidian export -----------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracecli.graph import facets as F
-from tracecli.graph.frames import RELATION_FACETS, statement_subject
+from tracecli.graph.frames import RELATION_FACETS, read_frames, statement_subject
 from tracecli.store.db import Store
 from tracecli.text import STOPWORDS, short_hash
 
@@ -672,6 +672,7 @@ def _event_drafts(
         base = dict(subject=subject, source_message_ids=[msg.id], event_id=ev.id, facet=ev.facet, negated=ev.negated,
                     status=status)
         fam = facet_family(ev.facet)
+        value = _whole_value(doc, value, msg.speaker, other, participants)
         if ev.facet in _LOWER_FACETS and not re.search(r"[A-Z]", value[1:]):
             value = value.lower()
         items = split_items(value) if ev.facet == "hobbies" else [value]
@@ -737,6 +738,25 @@ def _names_participant(frame: str | None) -> bool:
     except (ValueError, AttributeError):
         return False
     return bool(key) and key not in ("it", "retract")
+
+
+_FUNCTION_POS = ("ADP", "DET", "CCONJ", "SCONJ", "PART", "PRON")
+
+
+def _whole_value(doc: Any, value: str, speaker: str, other: str | None, participants: Sequence[str]) -> str:
+    """A facet value cut off after a function word ("bakery on") becomes the frame's whole value phrase ("bakery on
+    Quay Street"), or loses the dangling word when no frame holds it; any other value is kept as it is."""
+    if doc is None:
+        return value
+    words = value.split()
+    last = next((t for t in doc if t.text == words[-1] and doc[max(0, t.i - len(words) + 1): t.i + 1].text == value), None)
+    if last is None or last.pos_ not in _FUNCTION_POS:
+        return value
+    for sent in doc.sents:
+        for f in read_frames(sent, speaker, other, participants):
+            if f.value.lower().find(value.lower()) >= 0 and f.value.lower() != value.lower():
+                return display_item(f.value)
+    return " ".join(words[:-1]) or value
 
 
 def _nounish(doc: Any, item: str) -> bool:

@@ -246,6 +246,9 @@ class Lifecycle:
             for c in old:
                 self.deprecate(c, snap, ev.id, sources, quote, f"retracted: {_short(ev.quote)}")
             return
+        whose = next((d.subject for d in drafts if d.subject), None)
+        if whose is not None:  # a statement about one person never supersedes another person's claim
+            old = [c for c in old if self.claims[c].subject in (whose, "")]
         fresh: list[ClaimDraft] = []
         handled: set[str] = set()
         for d in drafts:
@@ -311,16 +314,17 @@ class Lifecycle:
         """
         if not ev.facet or ev.negated or ev.facet.startswith(MULTI_VALUED_PREFIXES) or ev.facet == "hobbies":
             return
+        subject = next((d.subject for d in drafts if d.facet == ev.facet), ev.subject)  # whose fact, read from the clause
         new = [c for c in (*placed, *kept) if self.claims[c].current and not self.claims[c].negated]
         if not new:
             return
         mine = set(new)
         for rec in sorted(self.claims.values(), key=lambda r: r.idx):
-            if (rec.current and not rec.negated and rec.id not in mine and rec.subject == ev.subject
+            if (rec.current and not rec.negated and rec.id not in mine and rec.subject == subject
                     and rec.facet == ev.facet and rec.snapshot_id != snap and not same_value(rec.item, ev.value)):
                 d = drafts[0]
                 self.deprecate(rec.id, snap, ev.id, d.source_message_ids, d.supporting_quote,
-                               f"superseded: {ev.subject}'s {ev.facet} is now '{ev.value}'")
+                               f"superseded: {subject}'s {ev.facet} is now '{ev.value}'")
 
     def _copy_draft(self, claim_id: str) -> ClaimDraft:
         r = self.store.query("SELECT * FROM claims WHERE id = ?", (claim_id,))[0]
