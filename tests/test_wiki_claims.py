@@ -16,7 +16,6 @@ from tracecli.wiki.claims import (
     ClaimDraft,
     EventRow,
     MessageRow,
-    check_llm_claims,
     clean_value,
     facet_text,
     grounded,
@@ -26,6 +25,7 @@ from tracecli.wiki.claims import (
     split_exchanges,
     split_items,
 )
+from tracecli.wiki.llm_claims import check_llm_claims
 
 
 def _msg(i: int, speaker: str, text: str = "hello there") -> MessageRow:

@@ -86,7 +86,9 @@ def test_wiki_list_show_export(db: Path, tmp_path: Path) -> None:
     assert runner.invoke(APP, ["wiki", "show", "nope", "--db", str(db)]).exit_code == 2
     assert runner.invoke(APP, ["wiki", "list", "--type", "blog", "--db", str(db)]).exit_code == 2
     out = _json(["wiki", "export", str(tmp_path / "out"), "--db", str(db), "--json"])
-    assert len(out["files"]) == len(_json(["wiki", "list", "--db", str(db), "--json"])["pages"])
+    pages_out = [f for f in out["files"] if f["kind"] == "page"]
+    assert len(pages_out) == len(_json(["wiki", "list", "--db", str(db), "--json"])["pages"])
+    assert {f["kind"] for f in out["files"]} == {"page", "claim"}
     assert all(Path(f["path"]).is_file() for f in out["files"])
 
 

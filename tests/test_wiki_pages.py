@@ -84,6 +84,20 @@ def test_pages_have_the_sections_and_cite_claims_and_messages(store: Store) -> N
             assert m.group(2) in claim["source_message_ids"] and claim["status"] != "deprecated"
 
 
+def test_entity_pages_hold_only_their_persons_claims(store: Store) -> None:
+    pages = list_pages(store, CID, "entity")
+    assert pages
+    for p in pages:
+        person = p.title.split(":")[0]
+        body = p.markdown.split("## Key facts", 1)[1]
+        ids = re.findall(r"\(claim (cl_[0-9a-f]{10});", body.split("\n## ", 1)[0])
+        assert ids, p.slug
+        subjects = {store.execute("SELECT subject FROM claims WHERE id = ?", (i,)).fetchone()[0] for i in ids}
+        assert subjects == {person}, (p.slug, subjects)
+        items = body.split("## Items / counts", 1)[1].split("\n## ", 1)[0]
+        assert all(line.startswith((f"- {person}'s ", "- Claims:")) for line in items.strip().splitlines()), items
+
+
 def test_revisions_show_under_conflicts(store: Store) -> None:
     md = get_page(store, "alice", CID).markdown
     conflicts = md.split("## Conflicts / uncertainty", 1)[1]
@@ -111,11 +125,14 @@ def test_recompile_rewrites_nothing(sample_db: Path, tmp_path: Path, embedder: A
 
 def test_export_writes_linked_markdown_files(store: Store, tmp_path: Path) -> None:
     written = export_pages(store, tmp_path / "wiki", CID)
-    files = {p for _, _, p in written}
+    files = {p for _, name, p in written if not name.startswith("claims/")}
     assert len(files) == len(list_pages(store, CID))
+    notes = {p.stem for p in (tmp_path / "wiki" / CID).rglob("*.md")}
     for path in files:
-        for target in re.findall(r"\]\(([^)]+\.md)\)", path.read_text(encoding="utf-8")):
-            assert (path.parent / target).is_file(), (path.name, target)
+        text = path.read_text(encoding="utf-8")
+        assert not re.findall(r"\]\(([^)]+\.md)\)", text)  # Obsidian: wiki links, not markdown links
+        for target in re.findall(r"\[\[([^\]|]+)", text):
+            assert target in notes, (path.name, target)
     assert (tmp_path / "wiki" / CID / "index.md").is_file()
     with pytest.raises(NotFound):
         get_page(store, "no-such-page")

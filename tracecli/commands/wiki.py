@@ -164,20 +164,22 @@ def wiki_export_cmd(
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
-    """Export every page as a markdown file with working relative links (Obsidian or any viewer)."""
+    """Export the wiki as an Obsidian vault: a note per page and per claim, with YAML front matter and [[links]]."""
     from tracecli.wiki import export_pages
 
     with _read(db) as store:
         written = export_pages(store, directory, conversation, namespace=namespace)
     if as_json:
         render.emit_json({"directory": str(directory), "files": [
-            {"conversation_id": c, "slug": s, "path": str(p)} for c, s, p in written]})
+            {"conversation_id": c, "kind": "claim" if s.startswith("claims/") else "page", "slug": s, "path": str(p)}
+            for c, s, p in written]})
         return
-    per: dict[str, list[Path]] = {}
-    for c, _, path in written:
-        per.setdefault(c, []).append(path)
-    render.show(render.table(f"exported to {directory}", ["conversation", "files written", "folder"],
-                             [[c, len(paths), str(paths[0].parent)] for c, paths in per.items()]))
+    per: dict[str, list[tuple[str, Path]]] = {}
+    for c, name, path in written:
+        per.setdefault(c, []).append((name, path))
+    render.show(render.table(f"exported to {directory}", ["conversation", "pages", "claims", "folder"], [
+        [c, sum(not n.startswith("claims/") for n, _ in files), sum(n.startswith("claims/") for n, _ in files),
+         str(files[0][1].parent)] for c, files in per.items()]))
 
 
 # -- claims history --------------------------------------------------------------------------------
@@ -203,7 +205,8 @@ def claims_history_cmd(
         render.emit_json({"chains": chains})
         return
     for ch in chains:
-        rows = [[s.n, s.op, (s.date or "")[:10], s.claim_id, s.text, s.status, s.quote, ", ".join(s.source_refs)]
+        rows = [[s.n, s.op, (s.date or "")[:10], s.claim_id, s.text,
+                 s.status if s.op_status == s.status else f"{s.status} (was {s.op_status})", s.quote, ", ".join(s.source_refs)]
                 for s in ch.steps]
         title = f"{ch.conversation_id} · {ch.fact} · now: {'; '.join(ch.current) or 'nothing current'}"
         render.show(render.table(title, ["#", "op", "date", "claim", "text", "status", "quote", "source"], rows))

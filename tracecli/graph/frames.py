@@ -464,7 +464,7 @@ PERSON_NOUNS = frozenset(
 
 
 #: typed facets whose value is itself a person or an animal of the speaker's ("my girlfriend Mara says hi")
-_RELATION_FACETS = ("partner", "relationship", "family:", "pet_name:")
+RELATION_FACETS = ("partner", "relationship", "family:", "pet_name:")
 
 
 def foreign_clause(sent: Any, value: str, speaker: str, other: str | None, participants: Sequence[str]) -> bool:
@@ -493,6 +493,64 @@ def foreign_clause(sent: Any, value: str, speaker: str, other: str | None, parti
         return True
     # (he / she / they are left alone: in a chat they as often stand for a company or the other participant)
     return subj.pos_ == "PROPN" and subj.ent_type_ == "PERSON" and resolve_person(subj, speaker, other, participants) is None
+
+
+def statement_subject(sent: Any, speaker: str, other: str | None, participants: Sequence[str],
+                      value: str | None = None) -> tuple[str | None, str]:
+    """Who a statement is about, read from the parse: (participant or None, how it was found).
+
+    The clause is the one holding `value` when it is given, else the sentence's main clause. Its subject
+    names the participant: I/we/my → the speaker, you → the other participant, a participant's name → that
+    participant ("person"); a possessed noun ("my knee", "your job", "Ana's dog") → its holder ("holder", or
+    "relative" when the noun is a person: "my brother is getting married"); a clause without its 'I'
+    ("moved to Sopot last week") → the speaker ("dropped"); a person's name outside the conversation → that
+    name ("third"). Anything else (it, that, a thing, he/she) is
+    about no participant: (None, "other"), or (None, "none") when the sentence has no clause at all, or
+    (None, "missing") when `value` is not in the sentence.
+    """
+    doc = sent.doc if hasattr(sent, "doc") else sent
+    verb = None
+    if value:
+        words = value.split()
+        start = None
+        while words and start is None:  # a normalised value ("5 October 2024") is found by its stated part
+            phrase = " ".join(words)
+            start = next((t.i for t in sent if t.text == words[0] and doc[t.i: t.i + len(words)].text == phrase), None)
+            if start is None:
+                words = words[:-1] if len(words) > 1 else []
+        if start is None:
+            return None, "missing"
+        if start is not None:
+            verb = doc[start + len(words) - 1]
+            while verb.pos_ not in ("VERB", "AUX") and verb.head.i != verb.i:
+                verb = verb.head
+            if verb.pos_ not in ("VERB", "AUX"):
+                verb = None
+    if verb is None:
+        verb = next((t for t in sent if t.dep_ == "ROOT"), None)
+    if verb is None:
+        return None, "none"
+    subj = _subject_of_clause(verb) if verb.pos_ in ("VERB", "AUX") else None
+    if subj is None:
+        if verb.pos_ in ("VERB", "AUX") and _dropped_subject(verb):
+            return speaker, "dropped"
+        return None, "none"
+    person = resolve_person(subj, speaker, other, participants)
+    if person is None and subj.text[:1].isupper():  # the small tagger reads some names as common nouns
+        person = next((p for p in participants if subj.text in (p, p.split()[0])), None)
+    if person is not None:
+        return person, "person"
+    if subj.pos_ in ("NOUN", "PROPN"):
+        # "my brother Declan": the possessive hangs on the compound or apposition, not on the name
+        nouns = [subj] + [c for c in subj.children if c.dep_ in ("compound", "appos") and c.pos_ in ("NOUN", "PROPN")]
+        for noun in nouns:
+            holder = _holder(noun, speaker, other, participants)
+            if holder is not None:
+                kin = any(n.lower_ in PERSON_NOUNS or (n.lemma_ or "").lower() in PERSON_NOUNS for n in nouns)
+                return holder, "relative" if kin else "holder"
+        if subj.pos_ == "PROPN" and subj.ent_type_ == "PERSON":
+            return subj.text, "third"  # someone outside the conversation: their fact, on no participant's page
+    return None, "other"
 
 
 def reply_frame(sent: Any, question: Any, speaker: str) -> Frame | None:
@@ -555,7 +613,7 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
     # ("my sister just moved to Lisbon"), a possibility ("if I ever moved there"), or a topic noun's modifier
     # ("Clifton rent went stupid")
     events[:] = [ev for ev in events if not (ev.facet and ev.value and not ev.negated and not ev.facet.startswith(
-        _RELATION_FACETS) and foreign_clause(sent, ev.value, speaker, other, participants))]
+        RELATION_FACETS) and foreign_clause(sent, ev.value, speaker, other, participants))]
     used: set[int] = set()
     for ev in events:
         if ev.facet and ev.value:

@@ -1,9 +1,10 @@
 """compile-wiki: TrajWiki's source-grounded claims, trajectories and Memory Wiki.
 
-Modules, one job each: `claims` (exchanges → grounded claims), `trajectories`
-(Eq. 3–4 matching), `lifecycle` (Eq. 5 op log and claim history), `pages`
-(Eq. 6–8 page planning, rendering, embedding), `route` (the read side: query
-routing for `ask`, pages for the CLI), `compile` (the stage entry point).
+Modules, one job each: `claims` (exchanges → grounded claims; `llm_claims` with
+a model), `trajectories` (Eq. 3–4 matching), `lifecycle` (Eq. 5 op log and claim
+history), `pages` (Eq. 6–8 page planning, embedding), `markdown` (page text),
+`route` (the read side: query routing for `ask`, pages for the CLI), `obsidian`
+(the exported vault), `compile` (the stage entry point).
 """
 
 from __future__ import annotations

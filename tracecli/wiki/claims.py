@@ -11,24 +11,25 @@ claim ("Alice is moving to Porto."), one per item for list facets ("I love
 pottery, hiking and painting" → three claims); any other event becomes its
 sentence in the third person (I/my/you resolved to names), split per item when it
 holds a list of things or actions; a shared photo becomes "X shared a photo of …".
-With an LLM, a structured reply replaces the sentence claims of non-faceted
-sentences, validated the same way (offline claims when the reply is unusable);
-faceted events keep their templated claims in both modes: they carry the lifecycle.
+With an LLM (`llm_claims`), a structured reply replaces the sentence claims of
+non-faceted sentences, validated the same way (offline claims when the reply is
+unusable); faceted events keep their templated claims in both modes: they carry
+the lifecycle. A claim's subject is whose fact it is, read from the statement's
+clause (`graph.frames.statement_subject`), not who said it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tracecli.graph import facets as F
+from tracecli.graph.frames import RELATION_FACETS, read_frames, statement_subject
 from tracecli.store.db import Store
 from tracecli.text import STOPWORDS, short_hash
-
-if TYPE_CHECKING:
-    from tracecli.providers.llm import ChatModel
 
 # -- rows ------------------------------------------------------------------------------
 
@@ -64,6 +65,7 @@ class EventRow:
     quote: str
     description: str
     provenance: str
+    frame: str | None = None  # the statement frame's JSON (graph/frames.py), when the parse found one
 
 
 def load_messages(store: Store, session_id: str) -> list[MessageRow]:
@@ -83,10 +85,10 @@ def load_events(store: Store, session_id: str) -> dict[int, list[EventRow]]:
     out: dict[int, list[EventRow]] = {}
     for r in store.execute(
         "SELECT id, seq, sentence_idx, subject, speaker, type, facet, value, value_norm, negated, quote, description, "
-        "provenance FROM events WHERE session_id = ? ORDER BY seq, sentence_idx, id",
+        "provenance, frame FROM events WHERE session_id = ? ORDER BY seq, sentence_idx, id",
         (session_id,),
     ):
-        ev = EventRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], r[11], r[12])
+        ev = EventRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], r[11], r[12], r[13])
         out.setdefault(ev.seq, []).append(ev)
     return out
 
@@ -186,7 +188,7 @@ def grounded(draft: ClaimDraft, messages: Mapping[str, MessageRow]) -> bool:
 
 # -- claim text ------------------------------------------------------------------------
 
-_PHOTO = re.compile(r"\[shares? (?:a )?(?:photo|picture|image)s?:\s*(?P<cap>[^\]]+)\]")
+PHOTO = re.compile(r"\[shares? (?:a )?(?:photo|picture|image)s?:\s*(?P<cap>[^\]]+)\]")
 _EMOJI = re.compile(
     "[\U0001F000-\U0001FAFF\U00002600-\U000027BF\U0000FE0F\U0001F1E6-\U0001F1FF\u200d\u2764\u2b50\u2705]+"
 )
@@ -213,7 +215,7 @@ def hedged(quote: str) -> bool:
 
 def readable(text: str) -> str:
     """Polish a rewritten sentence into a claim: no emoji, no discourse openers, full stop."""
-    t = _PHOTO.sub("", text)
+    t = PHOTO.sub("", text)
     t = re.sub(r"(?<=\w)\s*(?:" + _EMOJI.pattern + r")\s+(?=[A-Z])", ". ", t)
     t = _EMOJI.sub("", t)
     t = re.sub(r"\s+", " ", t).strip(" -–—,;:")
@@ -279,6 +281,35 @@ def facet_family(facet: str) -> str | None:
     if facet.startswith("favourite:"):
         return "favourites"
     return _FAMILY_BY_FACET.get(facet)
+
+
+def facet_group(facet: str) -> str:
+    """A reader's name for a family of facets ('moving_to' → 'home')."""
+    if facet.startswith(("pet_name:", "family:", "favourite:")):
+        return facet_family(facet) or facet
+    if facet in ("trip_destination", "date:trip"):
+        return "travel"
+    if facet.startswith(("date:", "venue:")):
+        return facet.split(":", 1)[1]
+    return {
+        "residence": "home", "moving_to": "home", "hometown": "origins", "employer": "work", "occupation": "work",
+        "study": "studies", "diet": "food and drink", "coffee": "food and drink", "sport": "activities",
+        "hobbies": "activities", "instrument": "activities", "club": "activities", "partner": "relationship",
+        "relationship": "relationship", "car": "car",
+    }.get(facet, facet)
+
+
+_FACT_LABELS = {"residence": "home", "moving_to": "moving to", "hometown": "home town", "employer": "employer",
+                "occupation": "job", "coffee": "usual drink", "trip_destination": "trip", "ball_game": "sport"}
+
+
+def fact_label(facet: str) -> str:
+    """A reader's name for one fact ('moving_to' → 'moving to', 'date:wedding' → 'wedding date')."""
+    base, _, param = facet.partition(":")
+    if param and param not in ("?", "*"):
+        return {"date": f"{param} date", "venue": f"{param} venue", "favourite": f"favourite {param}",
+                "pet_name": f"{param}'s name", "family": f"{param}'s name"}.get(base, f"{param} {base}")
+    return _FACT_LABELS.get(base, base.replace("_", " "))
 
 
 _BALL_GAMES = frozenset("squash padel tennis badminton football five-a-side soccer basketball volleyball golf rugby "
@@ -526,7 +557,7 @@ def rewrite_sentence(doc: Any, speaker: str, other: str | None) -> list[tuple[st
 _LOWER_FACETS = ("coffee", "diet", "sport", "hobbies", "instrument")
 
 
-def _display_item(item: str) -> str:
+def display_item(item: str) -> str:
     """An item as shown on pages: the speaker's words without articles or possessives in front."""
     v = re.sub(r"^(?:the|a|an|my|our|his|her|their|some)\s+", "", item.strip(), flags=re.I)
     return v.strip(" ,.;:!?\"'“”") or item.strip()
@@ -538,14 +569,14 @@ def _other(participants: Sequence[str], speaker: str) -> str | None:
 
 
 def _strip_photo(quote: str) -> str:
-    m = _PHOTO.search(quote)
+    m = PHOTO.search(quote)
     return quote[: m.start()].rstrip() if m else quote
 
 
 def photo_drafts(msg: MessageRow) -> list[ClaimDraft]:
     """'X shared a photo of …' claims for photo captions in a message."""
     out = []
-    for n, m in enumerate(_PHOTO.finditer(msg.text)):
+    for n, m in enumerate(PHOTO.finditer(msg.text)):
         cap = m.group("cap").strip()
         cap = re.sub(r"^(?:a\s+)?(?:photo|photograph|photography|picture|image|pic)\s+of\s+", "", cap, flags=re.I)
         if not cap:
@@ -600,12 +631,9 @@ def extract_offline(
         for msg in ex:
             for ev in _usable_events(events_by_seq.get(msg.seq, [])):
                 value = clean_value(ev.value) if ev.facet and ev.value else None
-                if ev.facet and ev.value and value is not None:
-                    plan.append((msg, ev, value))
-                else:
-                    plan.append((msg, ev, None))
-                    if not (ev.provenance == "llm" and ev.facet is None):
-                        to_parse.append(_strip_photo(ev.quote))
+                plan.append((msg, ev, value if ev.facet and ev.value else None))
+                if not (ev.provenance == "llm" and ev.facet is None):
+                    to_parse.append(_strip_photo(ev.quote))  # faceted too: whose fact it is comes from the parse
         plans.append(plan)
     parses = _sentence_parses(to_parse)
     out = []
@@ -635,31 +663,43 @@ def _event_drafts(
     msg: MessageRow, ev: EventRow, value: str | None, participants: Sequence[str], parses: Mapping[str, Any]
 ) -> list[ClaimDraft]:
     status = "needs-confirmation" if hedged(ev.quote) else "active"
-    base = dict(subject=ev.subject, source_message_ids=[msg.id], event_id=ev.id, facet=ev.facet, negated=ev.negated,
-                status=status)
     quote = _strip_photo(ev.quote) or ev.quote
+    doc = parses.get(quote)
+    other = _other(participants, msg.speaker)
     drafts: list[ClaimDraft] = []
     if ev.facet and value is not None:
+        subject = _facet_subject(ev, doc, msg.speaker, other, participants)
+        base = dict(subject=subject, source_message_ids=[msg.id], event_id=ev.id, facet=ev.facet, negated=ev.negated,
+                    status=status)
         fam = facet_family(ev.facet)
+        value = _whole_value(doc, value, msg.speaker, other, participants)
         if ev.facet in _LOWER_FACETS and not re.search(r"[A-Z]", value[1:]):
             value = value.lower()
         items = split_items(value) if ev.facet == "hobbies" else [value]
-        if ev.facet == "hobbies" and any(clean_value(i) is None or len(i.split()) > 4 for i in items):
-            items = []
+        if ev.facet == "hobbies" and any(clean_value(i) is None or len(i.split()) > 4 or not _nounish(doc, i) for i in items):
+            items = []  # "lovely and lazy" is no list of pastimes: the sentence itself becomes the claim
+        if subject is None:
+            items = []  # the value sits in someone else's clause ("my brother is getting married on 5 May")
         for n, item in enumerate(items):
-            text = facet_text(ev.subject, ev.facet, item, ev.negated)
-            drafts.append(ClaimDraft(key=f"ev|{ev.id}|{n}", text=text, supporting_quote=quote, item=_display_item(item),
-                                     family=fam, order=(ev.seq, ev.sentence_idx, n), **base))  # type: ignore[arg-type]
+            text = facet_text(subject, ev.facet, item, ev.negated)  # type: ignore[arg-type]
+            drafts.append(ClaimDraft(key=f"ev|{ev.id}|{n}", text=text, supporting_quote=quote,
+                                     item=_facet_item(ev.facet, item), family=fam,
+                                     order=(ev.seq, ev.sentence_idx, n), **base))  # type: ignore[arg-type]
         if drafts:
             return drafts
+    base = dict(subject=ev.subject, source_message_ids=[msg.id], event_id=ev.id, facet=ev.facet, negated=ev.negated,
+                status=status)
     if ev.provenance == "llm" and ev.facet is None:
         desc = re.split(r"\s+—\s+\"", ev.description)[0]
         rewritten = [(readable(desc), None)]
     else:
-        doc = parses.get(quote)
         if doc is None:
             return []
-        rewritten = rewrite_sentence(doc, msg.speaker, _other(participants, msg.speaker))
+        rewritten = rewrite_sentence(doc, msg.speaker, other)
+        who, _ = statement_subject(doc, msg.speaker, other, participants)
+        if who is None and not _names_participant(ev.frame):
+            who = ""  # about no participant ("it was pouring all day"): on no person's page
+        base["subject"] = who if who is not None else ev.subject
     for n, (text, item) in enumerate(rewritten):
         if len(text.split()) < 3:
             continue
@@ -667,135 +707,75 @@ def _event_drafts(
         family, inv_item = fam_item if fam_item else (None, None)
         shown = inv_item if family and not (item and fam_item == free_family(item)) else item
         drafts.append(ClaimDraft(key=f"ev|{ev.id}|{n}", text=text, supporting_quote=quote,
-                                 item=_display_item(shown) if shown else None,
+                                 item=display_item(shown) if shown else None,
                                  family=family, order=(ev.seq, ev.sentence_idx, n), **base))  # type: ignore[arg-type]
     return drafts
 
 
-# -- LLM extraction -------------------------------------------------------------------------
+def _facet_subject(ev: EventRow, doc: Any, speaker: str, other: str | None, participants: Sequence[str]) -> str | None:
+    """Whose fact a faceted event states, from the parse of the clause holding its value.
 
-CLAIM_SCHEMA: dict[str, Any] = {
-    "title": "exchange_claims",
-    "type": "object",
-    "properties": {
-        "claims": {
-            "type": "array",
-            "maxItems": 40,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string", "minLength": 3, "maxLength": 400},
-                    "subject": {"type": "string"},
-                    "source": {"type": "string"},
-                    "supporting_quote": {"type": "string", "minLength": 2, "maxLength": 600},
-                    "status": {"type": "string", "enum": ["active", "needs-confirmation"]},
-                },
-                "required": ["text", "subject", "source", "supporting_quote", "status"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["claims"],
-    "additionalProperties": False,
-}
-
-_CLAIM_SYSTEM = """\
-You turn one exchange of a conversation into atomic memory claims.
-Each claim is one complete third-person sentence a reader understands without the chat:
-name people instead of using I/you/we/my (the speaker of each line is given), and keep the
-exact names, titles, places, counts and items the speakers used. A list of things in one
-line ("I love X, Y and Z") becomes one claim per item. Only state what the lines say.
-Skip greetings, questions, reactions and small talk.
-For every claim give: `source` = the label of the line it comes from (e.g. "M2"),
-`supporting_quote` = a span copied character for character from that line,
-`subject` = the person the claim is about, and `status` = "needs-confirmation" when the
-speaker hedges (probably, maybe, if ...), else "active". Reply with JSON only."""
+    The event's subject unless the clause says otherwise: "you moved to X" is the other participant's, a
+    named participant's clause is theirs, and a value inside a relative's clause ("my brother is getting
+    married on 5 May") is nobody's faceted fact (None).
+    """
+    if doc is None or not ev.value or ev.facet is None or ev.facet.startswith(RELATION_FACETS):
+        return ev.subject
+    who, how = statement_subject(doc, speaker, other, participants, value=ev.value)
+    if how == "person" and who:
+        return who
+    if how in ("relative", "third"):
+        return None
+    return ev.subject
 
 
-def claim_prompt(exchange: Sequence[MessageRow], participants: Sequence[str]) -> list[dict[str, str]]:
-    """The chat messages asking for an exchange's claims."""
-    lines = [f"Participants: {', '.join(participants)}"]
-    for n, m in enumerate(exchange, 1):
-        when = (m.timestamp or "")[:10]
-        lines.append(f"M{n} [{when}] {m.speaker}: {m.text[:2000]}")
-    return [{"role": "system", "content": _CLAIM_SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
+def _names_participant(frame: str | None) -> bool:
+    """Does the event's statement frame say something about a participant (not an anaphoric 'it' or a retraction)?"""
+    if not frame:
+        return False
+    try:
+        key = json.loads(frame).get("key")
+    except (ValueError, AttributeError):
+        return False
+    return bool(key) and key not in ("it", "retract")
 
 
-def check_llm_claims(
-    value: Any, exchange: Sequence[MessageRow], events_by_seq: Mapping[int, Sequence[EventRow]], participants: Sequence[str]
-) -> tuple[list[ClaimDraft], int]:
-    """Validated drafts from a structured reply, and how many were dropped as ungrounded."""
-    labels = {f"M{n}": m for n, m in enumerate(exchange, 1)}
-    msgs = {m.id: m for m in exchange}
-    names = set(participants) | {m.speaker for m in exchange}
-    drafts: list[ClaimDraft] = []
-    dropped = 0
-    for n, raw in enumerate(value.get("claims", []) if isinstance(value, dict) else []):
-        msg = labels.get(str(raw.get("source", "")).strip())
-        quote = str(raw.get("supporting_quote", ""))
-        text = readable(str(raw.get("text", "")))
-        subject = str(raw.get("subject", "")).strip()
-        if msg is None or not text:
-            dropped += 1
-            continue
-        if quote not in msg.text:
-            stripped = quote.strip().strip("\"'“”")
-            if stripped and stripped in msg.text:
-                quote = stripped
-        if subject not in names:
-            subject = msg.speaker
-        events = events_by_seq.get(msg.seq, [])
-        host = next((e for e in events if quote and quote in e.quote), None)
-        if host is not None and host.facet and host.value and clean_value(host.value) is not None:
-            continue  # a faceted sentence: its templated claims carry the lifecycle
-        fam_item = free_family(text)
-        d = ClaimDraft(
-            key=f"llm|{msg.id}|{short_hash(text, quote)}", text=text, subject=subject, source_message_ids=[msg.id],
-            supporting_quote=quote, status=str(raw.get("status") or "active"), event_id=host.id if host else None,
-            family=fam_item[0] if fam_item else None, item=_display_item(fam_item[1]) if fam_item else None,
-            origin="llm", order=(msg.seq, host.sentence_idx if host else 500 + n, n),
-        )
-        if d.status not in ("active", "needs-confirmation"):
-            d.status = "active"
-        if not grounded(d, msgs):
-            dropped += 1
-            continue
-        drafts.append(d)
-    return drafts, dropped
+_FUNCTION_POS = ("ADP", "DET", "CCONJ", "SCONJ", "PART", "PRON")
 
 
-def extract_with_llm(
-    llm: ChatModel,
-    exchanges: Sequence[Sequence[MessageRow]],
-    events_by_seq: Mapping[int, Sequence[EventRow]],
-    participants: Sequence[str],
-    offline: Sequence[Extraction],
-    stage: str = "compile-wiki",
-) -> list[Extraction]:
-    """LLM claims for each exchange, merged with the offline faceted claims; offline claims when a reply is unusable."""
-    from tracecli.providers.llm import LLMRequest
+def _whole_value(doc: Any, value: str, speaker: str, other: str | None, participants: Sequence[str]) -> str:
+    """A facet value cut off after a function word ("bakery on") becomes the frame's whole value phrase ("bakery on
+    Quay Street"), or loses the dangling word when no frame holds it; any other value is kept as it is."""
+    if doc is None:
+        return value
+    words = value.split()
+    last = next((t for t in doc if t.text == words[-1] and doc[max(0, t.i - len(words) + 1): t.i + 1].text == value), None)
+    if last is None or last.pos_ not in _FUNCTION_POS:
+        return value
+    for sent in doc.sents:
+        for f in read_frames(sent, speaker, other, participants):
+            if f.value.lower().find(value.lower()) >= 0 and f.value.lower() != value.lower():
+                return display_item(f.value)
+    return " ".join(words[:-1]) or value
 
-    todo = [n for n, ex in enumerate(exchanges) if any(events_by_seq.get(m.seq) for m in ex) or any(_PHOTO.search(m.text) for m in ex)]
-    requests = [LLMRequest(claim_prompt(exchanges[n], participants), CLAIM_SCHEMA, stage) for n in todo]
-    results = llm.complete_many(requests, stage=stage) if requests else []
-    out = [Extraction(drafts=list(o.drafts), ungrounded=o.ungrounded) for o in offline]
-    for n, result in zip(todo, results):
-        if not result.ok:
-            out[n].llm_fallback = True
-            continue
-        drafts, dropped = check_llm_claims(result.value, exchanges[n], events_by_seq, participants)
-        if not drafts:
-            out[n].llm_fallback = True
-            out[n].ungrounded += dropped
-            continue
-        keep = [d for d in offline[n].drafts if d.facet and d.event_id and not d.key.startswith("photo|")]
-        keep += [d for d in offline[n].drafts if d.key.startswith("photo|")]
-        seen = {norm_text(d.text) for d in keep}
-        merged = list(keep)
-        for d in drafts:
-            if norm_text(d.text) not in seen:
-                seen.add(norm_text(d.text))
-                merged.append(d)
-        out[n] = Extraction(drafts=sorted(merged, key=lambda d: d.order), ungrounded=offline[n].ungrounded + dropped,
-                            llm_used=True)
-    return out
+
+def _nounish(doc: Any, item: str) -> bool:
+    """Is a list item a noun phrase or a gerund in the parse (a pastime), not an adjective ("lazy")?"""
+    if doc is None:
+        return True
+    words = item.split()
+    toks = list(doc)
+    for i, t in enumerate(toks):
+        if words and t.text.lower() == words[0].lower() and " ".join(x.text.lower() for x in toks[i:i + len(words)]) == item.lower():
+            span = toks[i:i + len(words)]
+            return any(x.pos_ in ("NOUN", "PROPN") or x.tag_ == "VBG" for x in span)
+    return True
+
+
+def _facet_item(facet: str, value: str) -> str:
+    """The item an inventory lists: the frame's value phrase ("dog Biscuit" for a named pet, not "Biscuit")."""
+    base, _, param = facet.partition(":")
+    item = display_item(value)
+    if base == "pet_name" and param not in ("", "?", "*", "pet") and param.lower() not in item.lower():
+        return f"{param} {item}"
+    return item

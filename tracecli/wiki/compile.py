@@ -33,13 +33,13 @@ from tracecli.wiki.claims import (
     Extraction,
     MessageRow,
     extract_offline,
-    extract_with_llm,
     load_events,
     load_messages,
     snapshot_id,
     split_exchanges,
 )
 from tracecli.wiki.lifecycle import Lifecycle
+from tracecli.wiki.llm_claims import extract_with_llm
 from tracecli.wiki.pages import PageSettings, PagesResult, compile_pages
 from tracecli.wiki.trajectories import (
     MatchSettings,

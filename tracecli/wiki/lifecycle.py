@@ -40,7 +40,7 @@ from tracecli.graph.link import MULTI_VALUED_PREFIXES
 from tracecli.scope import resolve_scope
 from tracecli.store.db import Store, dumps, like_escape, placeholders, utc_now
 from tracecli.text import content_words, short_hash, stem
-from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow, norm_text
+from tracecli.wiki.claims import ClaimDraft, EventRow, MessageRow, fact_label, facet_group, norm_text
 
 if TYPE_CHECKING:
     from tracecli.providers.llm import ChatModel
@@ -246,6 +246,9 @@ class Lifecycle:
             for c in old:
                 self.deprecate(c, snap, ev.id, sources, quote, f"retracted: {_short(ev.quote)}")
             return
+        whose = next((d.subject for d in drafts if d.subject), None)
+        if whose is not None:  # a statement about one person never supersedes another person's claim
+            old = [c for c in old if self.claims[c].subject in (whose, "")]
         fresh: list[ClaimDraft] = []
         handled: set[str] = set()
         for d in drafts:
@@ -311,16 +314,17 @@ class Lifecycle:
         """
         if not ev.facet or ev.negated or ev.facet.startswith(MULTI_VALUED_PREFIXES) or ev.facet == "hobbies":
             return
+        subject = next((d.subject for d in drafts if d.facet == ev.facet), ev.subject)  # whose fact, read from the clause
         new = [c for c in (*placed, *kept) if self.claims[c].current and not self.claims[c].negated]
         if not new:
             return
         mine = set(new)
         for rec in sorted(self.claims.values(), key=lambda r: r.idx):
-            if (rec.current and not rec.negated and rec.id not in mine and rec.subject == ev.subject
+            if (rec.current and not rec.negated and rec.id not in mine and rec.subject == subject
                     and rec.facet == ev.facet and rec.snapshot_id != snap and not same_value(rec.item, ev.value)):
                 d = drafts[0]
                 self.deprecate(rec.id, snap, ev.id, d.source_message_ids, d.supporting_quote,
-                               f"superseded: {ev.subject}'s {ev.facet} is now '{ev.value}'")
+                               f"superseded: {subject}'s {ev.facet} is now '{ev.value}'")
 
     def _copy_draft(self, claim_id: str) -> ClaimDraft:
         r = self.store.query("SELECT * FROM claims WHERE id = ?", (claim_id,))[0]
@@ -423,8 +427,9 @@ class HistoryStep:
     claim_id: str
     target_id: str | None
     text: str
-    status: str
-    current_status: str
+    status: str  # the claim's status now (a claim revised since then is `deprecated`), as the table shows it
+    op_status: str  # the status this op gave the claim when it ran
+    current_status: str  # the same as `status` (kept for readers of the older JSON shape)
     date: str | None
     quote: str
     source_refs: list[str]
@@ -464,11 +469,9 @@ def claim_history(store: Store, query: str, conversation_id: str | None = None, 
         terms = _match_terms(q)
         if not terms:
             raise NoAnswer("the query has no words to look for")
-        cond = " AND ".join("LOWER(text) LIKE ? ESCAPE '\\'" for _ in terms)
-        hits = store.query(
-            f"SELECT * FROM claims WHERE {cond}{where} ORDER BY conversation_id, idx",
-            (*[f"%{like_escape(t)}%" for t in terms], *params),
-        )
+        # a word may be in the claim's text or in its fact's name ("Alice's home" finds "Alice lives in Porto.")
+        hits = [r for r in store.query(f"SELECT * FROM claims WHERE 1 = 1{where} ORDER BY conversation_id, idx", params)
+                if all(t in _searchable(r) for t in terms)]
         if not hits:
             raise NoAnswer(f"no claim mentions {' '.join(terms)!r}")
     chains: dict[tuple[str, str], set[str]] = {}
@@ -477,6 +480,15 @@ def claim_history(store: Store, query: str, conversation_id: str | None = None, 
         chains.setdefault(key, set()).update(members)
     ranked = sorted(chains.items(), key=lambda kv: (-sum(1 for h in hits if h["id"] in kv[1]), kv[0]))
     return [_render_chain(store, cid, fact, members) for (cid, fact), members in ranked[:limit]]
+
+
+def _searchable(claim: Mapping[str, Any]) -> str:
+    """What a claim is matched against: its text, subject, item and the reader's names of its fact."""
+    facet = claim["facet"] or ""
+    parts = [claim["text"], claim["subject"] or "", claim["item"] or "", claim["family"] or ""]
+    if facet:
+        parts += [facet_group(facet), fact_label(facet), facet.replace("_", " ").replace(":", " ")]
+    return " ".join(parts).lower()
 
 
 def _match_terms(query: str) -> list[str]:
@@ -536,8 +548,8 @@ def _render_chain(store: Store, cid: str, fact: str, members: set[str]) -> Claim
             continue
         mids = json.loads(o["source_message_ids"])
         steps.append(HistoryStep(
-            n=o["n"], op=o["op"], claim_id=o["claim_id"], target_id=o["target_id"], text=claim["text"], status=o["status"],
-            current_status=claim["status"], date=next((msgs[m][0] for m in mids if m in msgs), None), quote=o["quote"],
+            n=o["n"], op=o["op"], claim_id=o["claim_id"], target_id=o["target_id"], text=claim["text"], status=claim["status"],
+            op_status=o["status"], current_status=claim["status"], date=next((msgs[m][0] for m in mids if m in msgs), None), quote=o["quote"],
             source_refs=[msgs[m][1] or m for m in mids if m in msgs], message_ids=mids, reason=o["reason"],
         ))
     current = [c["text"] for c in sorted(claims.values(), key=lambda c: c["idx"]) if c["status"] != "deprecated"]

@@ -41,7 +41,9 @@ import numpy as np
 import sqlite_vec
 
 from tracecli.store.db import Store, dumps, utc_now
-from tracecli.text import STOPWORDS, content_words, short_hash
+from tracecli.text import STOPWORDS, short_hash
+from tracecli.wiki.claims import facet_group
+from tracecli.wiki.markdown import Rendered, conflict_lines, cite, render_page
 from tracecli.wiki.trajectories import GENERIC
 
 if TYPE_CHECKING:
@@ -136,10 +138,17 @@ class Claim:
     source_message_ids: list[str]
     supporting_quote: str
     successor_id: str | None
+    predecessor_id: str | None = None
+    framed: bool = False  # its event has a statement frame: a value stated about a participant
 
     @property
     def current(self) -> bool:
         return self.status != "deprecated"
+
+    @property
+    def fact(self) -> bool:
+        """A fact a profile lists (a facet, an inventory item or a framed statement), not chat about the day."""
+        return bool(self.facet or self.family or self.framed)
 
 
 @dataclass
@@ -172,10 +181,13 @@ def load_state(store: Store, cid: str) -> State:
                           Counter(json.loads(r["keywords"])), v / n, set(json.loads(r["terms"]))))
     claims = [
         Claim(r["id"], r["idx"], r["trajectory_id"], r["subject"], r["facet"], r["item"], r["family"], r["text"],
-              r["status"], json.loads(r["source_message_ids"]), r["supporting_quote"], r["successor_id"])
+              r["status"], json.loads(r["source_message_ids"]), r["supporting_quote"], r["successor_id"],
+              r["predecessor_id"], bool(r["framed"]))
         for r in store.query(
-            "SELECT id, idx, trajectory_id, subject, facet, item, family, text, status, source_message_ids, "
-            "supporting_quote, successor_id FROM claims WHERE conversation_id = ? ORDER BY idx", (cid,)
+            "SELECT c.id, c.idx, c.trajectory_id, c.subject, c.facet, c.item, c.family, c.text, c.status, "
+            "c.source_message_ids, c.supporting_quote, c.successor_id, c.predecessor_id, "
+            "(e.frame IS NOT NULL AND COALESCE(json_extract(e.frame, '$.key'), '') NOT IN ('', 'it', 'retract')) AS framed "
+            "FROM claims c LEFT JOIN events e ON e.id = c.event_id WHERE c.conversation_id = ? ORDER BY c.idx", (cid,)
         )
     ]
     messages = {r[0]: (r[1], r[2]) for r in store.execute(
@@ -207,26 +219,6 @@ class PagePlan:
     keyword: str | None = None
     rescue: bool = False
     links: list[str] = field(default_factory=list)
-
-
-def facet_group(facet: str) -> str:
-    """A reader's name for a family of facets ('moving_to' → 'home')."""
-    if facet.startswith("pet_name:"):
-        return "pets"
-    if facet.startswith("family:"):
-        return "family"
-    if facet.startswith("favourite:"):
-        return "favourites"
-    if facet in ("trip_destination", "date:trip"):
-        return "travel"
-    if facet.startswith(("date:", "venue:")):
-        return facet.split(":", 1)[1]
-    return {
-        "residence": "home", "moving_to": "home", "hometown": "origins", "employer": "work", "occupation": "work",
-        "study": "studies", "diet": "food and drink", "coffee": "food and drink", "sport": "activities",
-        "hobbies": "activities", "instrument": "activities", "club": "activities", "partner": "relationship",
-        "relationship": "relationship", "car": "car",
-    }.get(facet, facet)
 
 
 def shard(tids: Sequence[str], vectors: Mapping[str, np.ndarray], target: int, cap: int) -> list[list[str]]:
@@ -289,8 +281,8 @@ def plan_pages(state: State, s: PageSettings) -> list[PagePlan]:
     plans: list[PagePlan] = [PagePlan("index", "index", f"Index: {state.conversation_id}", [t.id for t in state.trajs])]
     filed = [c for c in state.claims if c.trajectory_id]
     subjects = Counter(c.subject for c in filed if c.current)
-    people = list(state.participants) + sorted(p for p, n in subjects.items() if p not in state.participants and n >= 3
-                                               and re.fullmatch(r"[A-Z][\w'’\-]+", p))
+    people = list(state.participants) + sorted(p for p, n in subjects.items() if p and p not in state.participants
+                                               and n >= 3 and re.fullmatch(r"[A-Z][\w'’\-]+", p))
     entity_cover: set[str] = set()
     # entity pages
     for person in people:
@@ -407,7 +399,7 @@ def _link(plans: list[PagePlan], state: State) -> None:
     main = {p.subject: p.slug for p in plans if p.type == "entity" and not p.facet_groups}
     subjects_of = {}
     for p in plans:
-        subjects_of[p.slug] = {c.subject for c in state.claims_of(p.trajectories) if c.current}
+        subjects_of[p.slug] = {c.subject for c in state.claims_of(p.trajectories) if c.current and c.subject}
     for p in plans:
         if p.type == "index":
             p.links = [q.slug for q in plans if q.type != "index"]
@@ -418,205 +410,6 @@ def _link(plans: list[PagePlan], state: State) -> None:
         else:
             p.links = [main[x] for x in sorted(subjects_of[p.slug]) if x in main]
         p.links = [x for x in dict.fromkeys(p.links) if x != p.slug] + (["index"] if p.type != "index" else [])
-
-
-# -- rendering -----------------------------------------------------------------------------
-
-
-def _date(ts: str | None) -> str:
-    return (ts or "")[:10]
-
-
-def cite(state: State, c: Claim) -> str:
-    """'(claim cl_…; source D1:3 · m_…, 2023-05-08)' for a key fact."""
-    srcs = []
-    for mid in c.source_message_ids:
-        ref, ts = state.messages.get(mid, (None, None))
-        srcs.append(f"{ref} · {mid}, {_date(ts)}" if ref else f"{mid}, {_date(ts)}")
-    return f"(claim {c.id}; source {'; '.join(srcs)})"
-
-
-def _focus(p: PagePlan, c: Claim) -> bool:
-    if p.type == "inventory":
-        return c.subject == p.subject and c.family == p.family
-    if p.type == "entity":
-        if c.subject != p.subject:
-            return False
-        return not p.facet_groups or (c.facet is not None and facet_group(c.facet) in p.facet_groups)
-    if p.keyword:
-        return p.keyword in content_words(c.text)
-    return True
-
-
-_MARK = {"needs-confirmation": " _(unconfirmed)_", "contradictory": " _(disputed)_", "active": ""}
-
-
-@dataclass
-class Rendered:
-    """A page's deterministic markdown and routing data."""
-
-    markdown: str
-    routing_text: str
-    keywords: list[str]
-    entities: list[str]
-    items: list[str]
-
-
-def render_page(p: PagePlan, state: State, plans: Sequence[PagePlan], s: PageSettings) -> Rendered:
-    """Deterministic markdown with the five required sections."""
-    if p.type == "index":
-        return _render_index(p, state, plans)
-    titles = {q.slug: q.title for q in plans}
-    claims = state.claims_of(p.trajectories)
-    current = [c for c in claims if c.current]
-    facts = sorted(current, key=lambda c: (0 if _focus(p, c) else 1, c.idx))[: s.max_key_facts]
-    trajs = [t for t in state.trajs if t.id in set(p.trajectories)]
-    dates = [d for t in trajs for d in (t.first_at, t.last_at) if d]
-    lines = [f"# {p.title}", "", f"_{p.type} page · {len(trajs)} linked trajectories · {len(current)} current claims_", ""]
-    lines += ["## Overview", ""]
-    retired = [c for c in claims if not c.current]
-    who = p.subject or ", ".join(sorted({c.subject for c in current})) or "the speakers"
-    span = f" from {_date(min(dates))} to {_date(max(dates))}" if dates else ""
-    if p.type == "inventory":
-        now_items = _items(c for c in current if _focus(p, c))
-        lines.append(f"{p.subject}'s {p.family}: {len(now_items)} current item{'s' if len(now_items) != 1 else ''}"
-                     f"{' (' + ', '.join(now_items) + ')' if now_items else ''}, recorded{span}.")
-    elif p.type == "entity":
-        scope = f" about {', '.join(p.facet_groups)}" if p.facet_groups else ""
-        lines.append(f"What the conversation says about {p.subject}{scope}: {len(current)} current claims across "
-                     f"{len(trajs)} trajectories{span}.")
-    else:
-        lines.append(f"Claims by {who}{' on ' + p.keyword if p.keyword else ''}: {len(current)} current claims across "
-                     f"{len(trajs)} trajectories{span}.")
-    if retired:
-        lines.append(f"{len(retired)} earlier claim{'s were' if len(retired) != 1 else ' was'} revised or retracted "
-                     "(see Conflicts / uncertainty).")
-    if p.links:
-        lines += ["", "See also: " + ", ".join(f"[{titles.get(x, x)}]({x}.md)" for x in p.links)]
-    lines += ["", "## Key facts", ""]
-    lines += [f"- {c.text}{_MARK.get(c.status, '')} {cite(state, c)}" for c in facts] or ["- (no current claims)"]
-    if len(current) > len(facts):
-        lines.append(f"- … {len(current) - len(facts)} more current claims in the linked trajectories.")
-    lines += ["", "## Items / counts", ""]
-    lines += _items_section(p, claims)
-    lines += ["", "## Linked trajectories", ""]
-    lines += _trajectory_lines(trajs, claims)
-    lines += ["", "## Conflicts / uncertainty", ""]
-    lines += _conflict_lines(state, claims)
-    md = "\n".join(lines).rstrip() + "\n"
-    focus = [c for c in facts if _focus(p, c)] + [c for c in facts if not _focus(p, c)]
-    kw = Counter(w for t in trajs for w in t.keywords.elements())
-    keywords = [w for w, _ in sorted(kw.items(), key=lambda kv: (-kv[1], kv[0])) if w not in GENERIC][:20]
-    items = _items(c for c in claims if c.family)
-    routing = f"{p.title}. " + " ".join(c.text for c in focus) + (" Items: " + ", ".join(items) + "." if items else "")
-    return Rendered(md, routing, keywords, sorted({c.subject for c in current}), items)
-
-
-def _items(claims: Any) -> list[str]:
-    out: dict[str, str] = {}
-    for c in claims:
-        if c.item:
-            out.setdefault(c.item.lower(), c.item)
-    return list(out.values())
-
-
-def _items_section(p: PagePlan, claims: Sequence[Claim]) -> list[str]:
-    lines = []
-    fams: dict[tuple[str, str], list[Claim]] = {}
-    for c in claims:
-        if c.family and c.item:
-            fams.setdefault((c.subject, c.family), []).append(c)
-    keys = sorted(fams, key=lambda k: (0 if (k[0], k[1]) == (p.subject, p.family) else 1, k))
-    for subject, family in keys:
-        cs = fams[(subject, family)]
-        now = _items(c for c in cs if c.current)
-        before = [i for i in _items(c for c in cs if not c.current) if i.lower() not in {x.lower() for x in now}]
-        line = f"- {subject}'s {family} ({len(now)} current): {', '.join(now) or '—'}"
-        if before:
-            line += f"; earlier: {', '.join(before)}"
-        ids = ", ".join(c.id for c in cs if c.current)
-        lines.append(line + (f" (claims {ids})" if ids else ""))
-    statuses = Counter(c.status for c in claims)
-    lines.append("- Claims: " + ", ".join(f"{k} {statuses[k]}" for k in ("active", "needs-confirmation", "contradictory",
-                                                                         "deprecated") if statuses[k]) if claims else "- Claims: 0")
-    return lines
-
-
-def _trajectory_lines(trajs: Sequence[Traj], claims: Sequence[Claim]) -> list[str]:
-    out = []
-    for t in trajs:
-        own = [c for c in claims if c.trajectory_id == t.id and c.current][:2]
-        summary = " ".join(c.text for c in own)
-        span = f"{_date(t.first_at)} → {_date(t.last_at)}" if t.first_at else ""
-        out.append(f"- `{t.id}` · {t.n_snapshots} snapshot{'s' if t.n_snapshots != 1 else ''} · {span}"
-                   + (f" — {summary}" if summary else ""))
-    return out
-
-
-def _conflict_lines(state: State, claims: Sequence[Claim]) -> list[str]:
-    by_id = {c.id: c for c in state.claims}
-    out = []
-    for c in claims:
-        if c.current:
-            continue
-        op = state.retired_by.get(c.id)
-        if op is None:
-            continue
-        when = _date(next((state.messages[m][1] for m in json.loads(op["source_message_ids"]) if m in state.messages), None))
-        if op["op"] == "REVISE" and c.successor_id in by_id:
-            new = by_id[c.successor_id]
-            verb = "Marked disputed" if new.status == "contradictory" and new.text == c.text else "Revised"
-            out.append(f"- {verb}{' ' + when if when else ''}: ~~{c.text}~~ → {new.text} (claims {c.id} → {new.id})")
-        else:
-            out.append(f"- Retracted{' ' + when if when else ''}: ~~{c.text}~~ (claim {c.id}; evidence: \"{op['quote']}\")")
-    for c in claims:
-        if c.status == "needs-confirmation":
-            out.append(f"- Unconfirmed: {c.text} (claim {c.id}; \"{c.supporting_quote}\")")
-        elif c.status == "contradictory":
-            out.append(f"- Disputed: {c.text} (claim {c.id}; \"{c.supporting_quote}\")")
-    return out or ["- No revisions, retractions or open questions in these trajectories."]
-
-
-def _render_index(p: PagePlan, state: State, plans: Sequence[PagePlan]) -> Rendered:
-    statuses = Counter(c.status for c in state.claims)
-    revised = sum(1 for o in state.retired_by.values() if o["op"] == "REVISE")
-    retracted = sum(1 for o in state.retired_by.values() if o["op"] == "DEPRECATE")
-    others = [q for q in plans if q.type != "index"]
-    lines = [f"# {p.title}", "", f"_index page · {len(state.trajs)} trajectories · {len(others)} pages_", "",
-             "## Overview", "",
-             f"The Memory Wiki of conversation {state.conversation_id} ({', '.join(state.participants)}): "
-             f"{len(others)} pages over {len(state.trajs)} trajectories and {len(state.claims)} claims "
-             f"({revised} revised, {retracted} retracted).", "", "## Key facts", ""]
-    groups = (("Entities", lambda q: q.type == "entity"), ("Inventories", lambda q: q.type == "inventory"),
-              ("Topics", lambda q: q.type == "topic" and not q.rescue), ("More", lambda q: q.rescue))
-    for name, pred in groups:
-        members = [q for q in others if pred(q)]
-        if members:
-            lines += [f"### {name}", ""]
-            lines += [f"- [{q.title}]({q.slug}.md) — {len(q.trajectories)} trajectories" for q in members]
-            lines.append("")
-    lines += ["## Items / counts", ""]
-    lines += [f"- Claims {k}: {statuses[k]}" for k in ("active", "needs-confirmation", "contradictory", "deprecated")]
-    lines += [f"- Pages {t}: {sum(1 for q in others if q.type == t)}" for t in ("entity", "inventory", "topic")]
-    lines += ["", "## Linked trajectories", ""]
-    pages_of: dict[str, list[PagePlan]] = {}
-    for q in others:
-        for t in q.trajectories:
-            pages_of.setdefault(t, []).append(q)
-    for t in state.trajs:
-        links = ", ".join(f"[{q.title}]({q.slug}.md)" for q in pages_of.get(t.id, []))
-        lines.append(f"- `{t.id}` · {t.n_snapshots} snapshots — {links}")
-    lines += ["", "## Conflicts / uncertainty", ""]
-    with_conflicts = [q for q in others if any(not c.current or c.status != "active" for c in state.claims_of(q.trajectories))]
-    if with_conflicts:
-        lines.append(f"- {revised} revisions, {retracted} retractions, {statuses['needs-confirmation']} unconfirmed and "
-                     f"{statuses['contradictory']} disputed claims; see: "
-                     + ", ".join(f"[{q.title}]({q.slug}.md)" for q in with_conflicts[:30]))
-    else:
-        lines.append("- No revisions, retractions or open questions.")
-    md = "\n".join(lines).rstrip() + "\n"
-    routing = p.title + ". " + " ".join(q.title + "." for q in others)
-    return Rendered(md, routing, [], list(state.participants), [])
 
 
 # -- LLM pages -------------------------------------------------------------------------------
@@ -667,7 +460,7 @@ def llm_page(llm: ChatModel, p: PagePlan, state: State, det: Rendered) -> str | 
     lines = [f"Page: {p.title} (type {p.type})", "Claims (id, status, text):"]
     lines += [f"{c.id} [{c.status}] {c.text}" for c in claims[:120]]
     lines.append("Revision history:")
-    lines += [ln for ln in _conflict_lines(state, claims) if not ln.startswith("- No ")]
+    lines += [ln for ln in conflict_lines(state, claims) if not ln.startswith("- No ")]
     lines.append("Linked trajectories: " + ", ".join(p.trajectories))
     result = llm.complete(
         [{"role": "system", "content": _PAGE_SYSTEM}, {"role": "user", "content": "\n".join(lines)}],

@@ -286,12 +286,16 @@ def get_page(store: Store, slug: str, conversation_id: str | None = None, namesp
 
 def export_pages(store: Store, directory: str | Path, conversation_id: str | None = None,
                  namespace: str | None = None) -> list[tuple[str, str, Path]]:
-    """Write one markdown file per page (one conversation or a namespace) into DIR/<folder>/<slug>.md.
+    """Write the wiki (one conversation or a namespace) as an Obsidian vault: DIR/<folder>/<slug>.md per page and
+    DIR/<folder>/claims/<claim id>.md per claim, with YAML front matter and `[[links]]` (see `wiki.obsidian`).
 
     Each conversation gets its own folder (`export_folders`), so no page overwrites another's. Nothing is
     written through a symbolic link inside DIR: a folder or file there that is a link is refused before
-    any page is written. Returns (conversation, slug, path) for every file written.
+    any page is written; a DIR that is a file or cannot be written is BadInput. Returns (conversation,
+    name, path) for every file written, pages first; a claim's name is `claims/<claim id>`.
     """
+    from tracecli.wiki.obsidian import vault_files
+
     pages = list_pages(store, conversation_id, namespace=namespace)
     if not pages:
         raise NotFound(f"{store.path.name} has no wiki pages; run `tracecli compile-wiki` first")
@@ -302,21 +306,26 @@ def export_pages(store: Store, directory: str | Path, conversation_id: str | Non
     unsafe = next((p.slug for p in pages if not _SAFE_SLUG.fullmatch(p.slug)), None)
     if unsafe is not None:  # compile-wiki writes only slugified names; a changed file could hold others
         raise BadInput(f"page slug {unsafe!r} is not a safe file name; run `tracecli compile-wiki` again (nothing was written)")
-    targets = [(p, root / folders[p.conversation_id] / f"{p.slug}.md") for p in pages]
-    paths = [t for _, t in targets]
+    vault = vault_files(store, pages)
+    targets = [(cid, rel, text, root / folders[cid] / rel) for cid, files in vault.items() for rel, text in files]
+    targets.sort(key=lambda t: (t[0], t[1].startswith("claims/"), t[1]))
+    paths = [t[3] for t in targets]
     if len(set(paths)) != len(paths):  # slugs are unique per conversation; this guards the promise
         raise BadInput(f"{root}: two pages would share one file name; nothing was written")
-    for _, path in targets:
-        for place in (path.parent, path):
+    for _, rel, _, path in targets:
+        for place in ([path.parent.parent] if rel.startswith("claims/") else []) + [path.parent, path]:
             if place.is_symlink():
                 raise BadInput(f"{place} is a symbolic link; tracecli writes no page through a link (nothing was written)")
-            if place is path and place.exists() and not place.is_file():
-                raise BadInput(f"{place} exists and is not a file (nothing was written)")
+        if path.exists() and not path.is_file():
+            raise BadInput(f"{path} exists and is not a file (nothing was written)")
     out = []
-    for page, path in targets:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_no_follow(path, page.markdown)
-        out.append((page.conversation_id, page.slug, path))
+    for cid, rel, text, path in targets:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BadInput(f"cannot write to {root}: {exc.strerror or exc}") from None
+        _write_no_follow(path, text)
+        out.append((cid, rel[:-3], path))
     return out
 
 
