@@ -87,6 +87,11 @@ def test_routed_claims_hold_at_the_asked_time(db: Path, embedder: Any) -> None:
     assert "Ines lives in Valencia." in then and "Ines lives in Lisbon." not in then
 
 
+def test_a_question_naming_a_person_routes_only_their_claims(db: Path, embedder: Any) -> None:
+    routed = _routed(db, embedder, "What does Ines teach at the school?", None)
+    assert routed and {c.subject for c in routed} == {"Ines"}  # Tariq's teaching claim stays out
+
+
 def test_claim_items_cite_exactly_their_claims_messages(db: Path, embedder: Any) -> None:
     with open_store(db) as s:
         by_text = {c.text: c for c in load_claim_rows(s, [CONV]).values()}

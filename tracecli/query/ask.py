@@ -577,7 +577,8 @@ class Asker:
                        note_cos: dict[int, float]) -> list[tuple[ClaimRow, float]]:
         """TrajWiki's query routing: the pages for the question (dense + FTS fused, `route_pages`, plus the entity
         pages of the people it names), expanded into the claims of their trajectories that hold at the asked time
-        (now, or as of the date), each scored by the question's cosine to the message it rests on, best first."""
+        (now, or as of the date), each scored by the question's cosine to the message it rests on, best first.
+        When the question names people, only their claims are taken (a page's trajectory may hold others')."""
         if scope.wiki is None:
             scope.wiki = _WikiIndex.load(self.store, scope.conversation_ids)
         wiki = scope.wiki
@@ -587,10 +588,11 @@ class Asker:
                  for pid, _ in route_pages(self.store, cid, question, qvec, k=self.settings.route_pages)]
         pages += [pid for person in shape.people for pid in wiki.entity_pages.get(person, [])]
         seen: set[str] = set()
+        named = set(shape.people)
         out: list[tuple[ClaimRow, float]] = []
         for tid in dict.fromkeys(t for pid in pages for t in wiki.page_trajectories.get(pid, [])):
             for claim in wiki.by_trajectory.get(tid, []):
-                if claim.id in seen or not claim.holds_at(as_of):
+                if claim.id in seen or not claim.holds_at(as_of) or (named and claim.subject not in named):
                     continue
                 seen.add(claim.id)
                 rel = max((note_cos.get(wiki.message_note.get(m, -1), 0.0) for m in claim.message_ids), default=0.0)

@@ -132,6 +132,7 @@ class ClaimRow:
     trajectory_id: str | None
     predecessor_id: str | None
     event_id: str | None = None  # the graph event the claim was made from, when there is one
+    subject: str = ""  # the participant the statement is about ('' for none)
 
     def holds_at(self, as_of: str | None) -> bool:
         """Valid now (never deprecated) or, given a date, said by then and not yet retired."""
@@ -158,12 +159,13 @@ def load_claim_rows(store: Store, conversation_ids: Sequence[str]) -> dict[str, 
     out: dict[str, ClaimRow] = {}
     for r in store.query(
             f"SELECT id, conversation_id, text, status, supporting_quote, source_message_ids, trajectory_id, "
-            f"predecessor_id, event_id FROM claims WHERE conversation_id IN ({cm}) ORDER BY conversation_id, idx", convs):
+            f"predecessor_id, event_id, subject FROM claims WHERE conversation_id IN ({cm}) ORDER BY conversation_id, idx", convs):
         mids = tuple(json.loads(r["source_message_ids"]))
         times = [anchors[m][1] for m in mids if m in anchors and anchors[m][1]]
         out[r["id"]] = ClaimRow(r["id"], r["conversation_id"], r["text"], r["status"], r["supporting_quote"], mids,
                                 tuple(anchors.get(m, (m, None))[0] for m in mids), min(times, default=None),
-                                ended.get(r["id"]), r["trajectory_id"], r["predecessor_id"], r["event_id"])
+                                ended.get(r["id"]), r["trajectory_id"], r["predecessor_id"], r["event_id"],
+                                r["subject"] or "")
     return out
 
 
