@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from tracecli.cli import app
 from tracecli.graph.build import build_graph
 from tracecli.ingest import ingest_parsed, parse_file
-from tracecli.query.ask import Asker, _Lexicon
-from tracecli.query.candidates import PRIORS, Candidate, choose, gather
+from tracecli.query.ask import Asker
+from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mark_winner
 from tracecli.query.paths import EventNode, Graph
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import shape_of
@@ -160,33 +160,38 @@ def _gather(events: list[EventNode], answer: str, claims: list[str], fit: dict[s
                   lambda evs: [fit[e.id] for e in evs])
 
 
-def test_a_better_matched_current_claim_beats_the_sentence() -> None:
+def test_a_better_matched_current_claim_scores_above_the_sentence() -> None:
     weak, strong = _ev("e1", 1, "lots of spreadsheets lately"), _ev("e2", 2, "I'm on the payroll team")
     cands = _gather([weak, strong], "e1", ["e2"], {"e1": 0.2, "e2": 0.6})
-    winner = choose(cands, "sentence", "e1")
-    assert winner is not None and winner.event_id == "e2" and winner.source == "claim" and winner.won
-    assert [c.event_id for c in cands if c.won] == ["e2"]
+    best = best_valid(cands)
+    assert best is not None and best.event_id == "e2" and best.source == "claim"
+    mark_winner(cands, best)
+    assert [c.event_id for c in cands if c.won] == ["e2"] and "highest score" in best.why
 
 
 def test_a_superseded_candidate_never_wins() -> None:
     stale, fresh = _ev("e1", 1, "I'm on the billing team", validity=0.0), _ev("e2", 2, "lots of spreadsheets")
     cands = _gather([stale, fresh], "e2", ["e1"], {"e1": 0.9, "e2": 0.1})
-    assert choose(cands, "sentence", "e2") is None  # the answer's own event stays
+    best = best_valid(cands)
+    assert best is not None and best.event_id == "e2"  # the answer's own event, though it scores lower
+    mark_winner(cands, best)
     stale_c = next(c for c in cands if c.event_id == "e1")
     assert stale_c.status == "outdated" and not stale_c.won and "superseded" in stale_c.why
 
 
+def test_choosing_by_evidence_replaces_a_weaker_sentence_answer(db: Path, embedder: Any) -> None:
+    """With the setting on, the winner is always the answer's own event; off, the answer step's pick is ticked."""
+    q = "Which team was Ines on in March 2023?"
+    with open_store(db) as s:
+        for on in (False, True):
+            res = Asker(s, embedder=embedder, settings=AskSettings(choose_by_evidence=on)).ask(
+                q, conversation_id=CONV, store_answer=False)
+            [won] = [c for c in res.candidates if c.won]
+            answer_event = won.event_id
+            assert won.status == "valid"
+            if not on:
+                assert won.source in ("chain", "frame", "sentence")
+
+
 def test_typed_answers_outrank_every_sentence_level_candidate() -> None:
     assert min(PRIORS["chain"], PRIORS["frame"]) - max(PRIORS["claim"], PRIORS["path"], PRIORS["sentence"]) > 1.0
-
-
-# -- the lexical half of the re-rank --------------------------------------------------------------
-
-
-def test_a_shared_rare_word_counts_more_than_a_common_one() -> None:
-    events = [_ev(f"e{i}", 1, q) for i, q in enumerate(
-        ["work was fine", "work is busy", "work again", "I joined the payroll team", "no regrets at work"])]
-    lex = _Lexicon(events)
-    q = {"team", "work"}
-    assert lex.overlap(q, "e3") > lex.overlap(q, "e0") > 0
-    assert lex.overlap(set(), "e3") == 0.0

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -23,7 +22,7 @@ import pysqlite3.dbapi2 as sqlite3
 from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
 from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, event_answer, newest_successor
-from tracecli.query.candidates import PRIORS, Candidate, choose, gather
+from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mark_winner
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
@@ -31,7 +30,7 @@ from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
 from tracecli.query.vectors import EventVectors
 from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, qualified_ref, resolve_scope
 from tracecli.store.db import ASIDE_WAIT, Store, dumps, placeholders, utc_now
-from tracecli.text import content_words, count_tokens, has_surrogate, short_hash, stem
+from tracecli.text import content_words, count_tokens, has_surrogate, short_hash
 from tracecli.timeutil import iso, parse_iso, parse_user_date
 from tracecli.wiki.route import ClaimRow, load_claim_rows, page_trajectories, route_pages
 
@@ -87,30 +86,6 @@ class AskResult:
     candidates: list[Candidate] = field(default_factory=list)  # what each evidence source proposed; the winner marked
 
 
-class _Lexicon:
-    """Porter stems of each event sentence's content words and inverse document frequencies over the scope's
-    sentences: the lexical half of the sentence re-rank. MiniLM scores chat sentences about a person almost
-    alike ("I'm on the night team now" and "I have no regrets" both sit near any question about work), while
-    a shared rare word ("team") separates them."""
-
-    def __init__(self, events: Sequence[EventNode]) -> None:
-        self.stems = {ev.id: frozenset(stem(w) for w in content_words(ev.quote)) for ev in events}
-        df: dict[str, int] = {}
-        for words in self.stems.values():
-            for w in words:
-                df[w] = df.get(w, 0) + 1
-        n = max(1, len(self.stems))
-        self.idf = {w: math.log(1 + n / c) for w, c in df.items()}
-
-    def overlap(self, question_stems: set[str], event_id: str) -> float:
-        """The share of the question's (idf-weighted) words the sentence holds, 0–1."""
-        if not question_stems:
-            return 0.0
-        have = self.stems.get(event_id, frozenset())
-        total = sum(self.idf.get(w, 0.0) for w in question_stems)
-        return sum(self.idf.get(w, 0.0) for w in question_stems & have) / total if total else 0.0
-
-
 @dataclass
 class _WikiIndex:
     """The Memory Wiki of a scope as `ask` reads it (TrajWiki's query side): claims with their time spans,
@@ -159,7 +134,6 @@ class _Scope:
     claims: dict[str, list[tuple[str, str, frozenset[str]]]] | None = None  # message id → its claims' (text, status, content words), read on first use
     flat: Graph | None = None  # the graph without edges or validity (`--ablate graph`), made on first use
     wiki: _WikiIndex | None = None  # the claims, pages and trajectories `ask` routes through, read on first use
-    lexicon: _Lexicon | None = None  # stems of every event sentence and their document frequencies, made on first use
 
     def view(self, ablate: frozenset[str]) -> Graph:
         """The graph `ask` reads: the full one, or with `graph` ablated the same events as flat evidence — no edges, no
@@ -345,7 +319,7 @@ class Asker:
             timing["graph"] = _ms(t)
             t = time.perf_counter()
             best_cos = max([h.cosine for h in hits[:5]] + [0.0])
-            ranked_events = self._rerank_sentences(scope, qvec, ranked_events, question, shape)
+            ranked_events = self._rerank_sentences(scope, qvec, ranked_events)
             answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question,
                                     self._readers(scope, qvec))
             t_wiki = time.perf_counter()
@@ -357,14 +331,17 @@ class Asker:
                 claim_events = [c.event_id for c, _ in routed if c.event_id]
                 candidates = gather(graph, source, answer.event_ids[0], ranked_events, [] if "paths" in settings.ablate else paths,
                                     claim_events, relevance, settings, as_of_iso,
-                                    lambda evs: self._match(scope, qvec, question, shape,
-                                                            [(ev, relevance.get(ev.id, 0.0)) for ev in evs]))
-                other = choose(candidates, source, answer.event_ids[0])
-                if other is not None and source == "sentence" and settings.choose_by_evidence \
-                        and _may_replace(shape, question, graph.events[answer.event_ids[0]], graph.events[other.event_id]):
-                    ev = graph.events[other.event_id]
+                                    lambda evs: self._match(scope, qvec, [(ev, relevance.get(ev.id, 0.0)) for ev in evs]))
+                own = next(c for c in candidates if c.event_id == answer.event_ids[0])
+                best = best_valid(candidates)
+                if best is not None and best is not own and settings.choose_by_evidence and source == "sentence" \
+                        and _may_replace(shape, question, graph.events[own.event_id], graph.events[best.event_id]):
+                    ev = graph.events[best.event_id]
                     answer = event_answer(graph, newest_successor(graph, ev, as_of_iso) if shape.wants_current else ev,
                                           shape, best_cos)
+                    mark_winner(candidates, best)
+                else:
+                    mark_winner(candidates, own, "" if best is own else f"the answer step's {source} pick")
             if self._unmentioned(shape, scope.conversation_ids):
                 # "Where is Alice going?" over a chat where no Alice ever appears: whatever ranked best is about
                 # someone else, so say that nothing is known rather than answer with another person's facts
@@ -540,7 +517,7 @@ class Asker:
         return Readers(sentence_sim, value_fit)
 
     def _rerank_sentences(self, scope: _Scope, qvec: np.ndarray, ranked: list[tuple[EventNode, float]],
-                          question: str = "", shape: QueryShape | None = None, top: int = 16) -> list[tuple[EventNode, float]]:
+                          top: int = 16) -> list[tuple[EventNode, float]]:
         """Re-score the best events by their own sentence's similarity to the question.
 
         Event relevance comes from the message's note vector, so every sentence of
@@ -550,27 +527,16 @@ class Asker:
         head = ranked[:top]
         if not head:
             return ranked
-        rescored = list(zip([ev for ev, _ in head],
-                            self._match(scope, qvec, question, shape, head)))
+        rescored = list(zip([ev for ev, _ in head], self._match(scope, qvec, head)))
         rescored.sort(key=lambda x: (-x[1], x[0].seq, x[0].id))
         return rescored + ranked[top:]
 
-    def _match(self, scope: _Scope, qvec: np.ndarray, question: str, shape: QueryShape | None,
-               scored: Sequence[tuple[EventNode, float]]) -> list[float]:
+    def _match(self, scope: _Scope, qvec: np.ndarray, scored: Sequence[tuple[EventNode, float]]) -> list[float]:
         """How well each event's own sentence answers the question: 0.6 · its sentence's cosine to the question
-        + 0.4 · the score it came with + `lexical_weight` · the share of the question's (idf-weighted) words it
-        holds."""
+        + 0.4 · the score it came with."""
         assert scope.vectors is not None
         sims = (scope.vectors.matrix([ev for ev, _ in scored]) @ qvec).tolist()
-        w = self.settings.lexical_weight
-        lex = [0.0] * len(scored)
-        if w and question:
-            if scope.lexicon is None:
-                scope.lexicon = _Lexicon(list(scope.graph.events.values()))
-            names = {p.lower() for p in (shape.people if shape else [])}
-            qstems = {stem(x) for x in content_words(question) if x not in names}
-            lex = [scope.lexicon.overlap(qstems, ev.id) for ev, _ in scored]
-        return [round(0.6 * sim + 0.4 * score + w * lx, 6) for (ev, score), sim, lx in zip(scored, sims, lex)]
+        return [round(0.6 * sim + 0.4 * score, 6) for (_, score), sim in zip(scored, sims)]
 
     # -- context (Eq. 21, 22) ------------------------------------------------------------
     def _routed_claims(self, scope: _Scope, shape: QueryShape, question: str, qvec: np.ndarray, as_of: str | None,

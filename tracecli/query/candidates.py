@@ -14,8 +14,10 @@ confidence, temporal consistency, update validity) averaged with how well its ow
 (the re-rank score), plus a prior for how precisely its source reads a value (`PRIORS`). A candidate whose event
 is superseded at the asked time is kept in the list, marked `outdated`, and never wins. A typed `chain` / `frame`
 answer carries the largest prior, so the scoring decides among the sentence-level candidates, where a current
-claim or a strong path end-point can beat the sentence that merely resembles the question most. `trace` shows
-every candidate, its score, and why the winner won.
+claim or a strong path end-point can beat the sentence that merely resembles the question most — when
+`AskSettings.choose_by_evidence` is on. It is off by default: measured on the five dev sets it did not add correct
+answers (193 → 192 valid, 57 → 60 stale), so the answer step's own pick answers and the scores are shown beside it.
+`trace` shows every candidate, its score, and why the winner won.
 """
 
 from __future__ import annotations
@@ -87,19 +89,25 @@ def gather(graph: Graph, answer_source: str, answer_event: str | None, ranked: S
     return out[:MAX_CANDIDATES]
 
 
-def choose(candidates: list[Candidate], answer_source: str, answer_event: str | None) -> Candidate | None:
-    """Mark the winner: the best-scoring valid candidate. Returns it when it is not the answer step's own pick
-    (the caller then answers from it), else None."""
-    valid = [c for c in candidates if c.status == "valid"]
-    if not valid:
-        return None
-    best = valid[0]
-    best.won = True
-    runner = next((c for c in valid[1:]), None)
-    best.why = f"highest score ({best.score:.3f}" + (f" vs {runner.score:.3f} for the {runner.source} candidate)" if runner else ")")
+def best_valid(candidates: Sequence[Candidate]) -> Candidate | None:
+    """The best-scored candidate that holds at the asked time (candidates come best first)."""
+    return next((c for c in candidates if c.status == "valid"), None)
+
+
+def mark_winner(candidates: Sequence[Candidate], winner: Candidate, note: str = "") -> None:
+    """Tick the candidate that answers and say why each candidate won or lost."""
+    best = best_valid(candidates)
     for c in candidates:
-        if c is best:
-            continue
-        c.why = "superseded at the asked time" if c.status == "outdated" else (
-            "said after the as-of date" if c.status == "not yet" else f"lower score than the {best.source} candidate")
-    return best if (best.event_id != answer_event) else None
+        c.won = c is winner
+        if c is winner:
+            runner = next((o for o in candidates if o is not c and o.status == "valid"), None)
+            c.why = note or (f"highest score ({c.score:.3f}" + (f" vs {runner.score:.3f} for the {runner.source} candidate)"
+                                                                if runner else ")"))
+        elif c.status == "outdated":
+            c.why = "superseded at the asked time"
+        elif c.status == "not yet":
+            c.why = "said after the as-of date"
+        elif best is c:
+            c.why = f"highest score, but the {winner.source} answer stands"
+        else:
+            c.why = f"lower score than the {best.source if best else winner.source} candidate"
