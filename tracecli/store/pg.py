@@ -41,7 +41,7 @@ import numpy as np
 import pysqlite3.dbapi2 as sqlite3
 
 from tracecli.errors import StoreBusy, StoreError, StoreReadOnly
-from tracecli.store.db import APPLICATION, APPLICATION_KEY, WRITING_COMMANDS, Store, utc_now
+from tracecli.store.db import APPLICATION, APPLICATION_KEY, DEFAULT_BUSY_TIMEOUT, WRITING_COMMANDS, Store, utc_now
 from tracecli.store.schema import MIGRATION_SET, SCHEMA
 
 #: pool size per URL (one process); env TRACECLI_PG_POOL overrides
@@ -118,6 +118,36 @@ def _translated() -> Iterator[None]:
         raise _as_sqlite_error(exc) from exc
 
 
+class PgCursor:
+    """psycopg's cursor as sqlite3's behaves: fetching from a statement that returns no rows gives none."""
+
+    def __init__(self, cur: Any) -> None:
+        self._cur = cur
+
+    @property
+    def description(self) -> Any:
+        return self._cur.description
+
+    @property
+    def rowcount(self) -> int:
+        return self._cur.rowcount
+
+    def fetchone(self) -> Any:
+        if self._cur.description is None:
+            return None
+        with _translated():
+            return self._cur.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        if self._cur.description is None:
+            return []
+        with _translated():
+            return self._cur.fetchall()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+
 class PgConnection:
     """The part of an sqlite3 connection stage code uses, over one pooled psycopg connection."""
 
@@ -141,7 +171,7 @@ class PgConnection:
                 cur.execute(sql)
         if cur.description is None and cur.rowcount > 0:
             self.total_changes += cur.rowcount
-        return cur
+        return PgCursor(cur)
 
     def executemany(self, sql: str, rows: Any) -> Any:
         rows = [list(r) for r in rows]
@@ -150,7 +180,7 @@ class PgConnection:
             with _translated():
                 cur.executemany(to_pyformat(sql), rows)
             self.total_changes += max(cur.rowcount, 0)
-        return cur
+        return PgCursor(cur)
 
     def close(self) -> None:
         if self.raw is None:
@@ -442,6 +472,18 @@ class PgStore(Store):
 def _tables(conn: PgConnection) -> set[str]:
     return {r[0] for r in conn.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()").fetchall()}
+
+
+def describe(url: str) -> tuple[list[str], dict[str, str]]:
+    """(applied migrations, embedding meta) of the database at `url`, read without writing (for `doctor`)."""
+    store = PgStore(conn=PgConnection(_pool(url, DEFAULT_BUSY_TIMEOUT).getconn(timeout=30), _POOLS[url]), path=PgUrl(url))
+    try:
+        if not store.has_table("meta"):
+            return [], {}
+        meta = dict(store.execute("SELECT key, value FROM meta WHERE key IN ('embed_model', 'embed_dim')").fetchall())
+        return store.applied_migrations(), meta
+    finally:
+        store.close()
 
 
 def open_pg_store(url: str, *, create: bool, upgrade: bool, busy_timeout: float) -> Any:
