@@ -418,18 +418,13 @@ def is_pg_url(target: object) -> bool:
 
 
 def open_store(path: str | Path, *, create: bool = True, upgrade: bool = True, busy_timeout: float | None = None) -> Store:
-    """Open the tracecli database at `path`: with `create`, make it when missing; with `upgrade`, apply pending migrations.
+    """Open the tracecli SQLite file at `path` (`tracecli.store.open_store` also takes a PostgreSQL URL): with `create`, make it when missing; with `upgrade`, apply pending migrations.
 
     Commands that only read pass create=False, upgrade=False: then nothing is ever written, and an
     older file is refused with the commands that upgrade it. A file that is not tracecli's is refused
     before anything is written, whatever the flags. A file this process may not write is opened
     read-only (its writes raise StoreReadOnly).
     """
-    if is_pg_url(path):
-        from tracecli.store.pg import open_pg_store
-
-        return open_pg_store(str(path), create=create, upgrade=upgrade,
-                             busy_timeout=busy_timeout_from_env() if busy_timeout is None else busy_timeout)
     path = Path(path)
     if not path.parent.is_dir():
         missing = "is not a directory" if path.parent.exists() else "does not exist"
@@ -461,13 +456,6 @@ def open_store(path: str | Path, *, create: bool = True, upgrade: bool = True, b
         conn.close()
         raise
     return store
-
-
-@contextmanager
-def read_store(path: str | Path) -> Iterator[Store]:
-    """The store for a command that only reads: never created or upgraded, one consistent snapshot throughout."""
-    with open_store(path, create=False, upgrade=False) as store, store.snapshot():
-        yield store
 
 
 def _check_known(path: Path, applied: Sequence[str]) -> None:
@@ -559,5 +547,5 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["Store", "open_store", "read_store", "store_failure", "utc_now", "dumps", "upsert_set", "is_pg_url", "placeholders", "like_escape", "execute_in", "MIGRATION_SET",
+__all__ = ["Store", "open_store", "store_failure", "utc_now", "dumps", "upsert_set", "is_pg_url", "placeholders", "like_escape", "execute_in", "MIGRATION_SET",
            "ASIDE_WAIT"]
