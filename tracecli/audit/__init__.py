@@ -455,7 +455,7 @@ def run_audit(store: Store, conversation_id: str | None = None, settings: AuditS
     errors = sum(c.errors for c in a.results)
     warnings = sum(c.warnings for c in a.results)
     return AuditReport(
-        db=str(store.path),
+        db=store.label,
         conversation_ids=cids,
         schema_version=store.schema_version(),
         latest_schema_version=len(migrations._migrations),

@@ -69,6 +69,11 @@ class Store:
     row_version = "rowid"
 
     @property
+    def label(self) -> str:
+        """How reports name the database: the file's path, or a URL without its password."""
+        return str(self.path)
+
+    @property
     def db(self) -> Database:
         """sqlite-utils' view of the connection, made on first use (commands that only read never need it)."""
         if self._db is None:
@@ -266,13 +271,17 @@ class Store:
         """(rowid, score; higher is better) of the full-text table `table` (aliased `f`) matching `expr`, best
         first, ties by rowid. `join` adds one joined table (`notes n ON n.rowid = f.rowid`), `where` a condition
         with `params`. `expr` is `tracecli.text.fts_query`'s: quoted words or phrases joined by OR."""
-        # CROSS JOIN keeps the full-text match as the outer loop: with a plain JOIN the planner walks the
-        # joined rows and re-runs the MATCH once per row (~16 ms instead of ~1 ms on 400 notes).
-        sql = (f"SELECT f.rowid, -bm25({table}) AS s FROM {table} f " + (f"CROSS JOIN {join} " if join else "")
-               + f"WHERE {table} MATCH ?" + (f" AND {where}" if where else "") + " ORDER BY s DESC, f.rowid"
+        sql = (self._fts_select(table, join) + (f" AND {where}" if where else "") + " ORDER BY s DESC, f.rowid"
                + (" LIMIT ?" if limit is not None else ""))
         args = [expr, *params] + ([limit] if limit is not None else [])
         return [(int(r[0]), float(r[1])) for r in self.execute(sql, args).fetchall()]
+
+    def _fts_select(self, table: str, join: str) -> str:
+        """`SELECT f.rowid, <score> AS s FROM … WHERE <match ?>` for `fts_search`."""
+        # CROSS JOIN keeps the full-text match as the outer loop: with a plain JOIN the planner walks the
+        # joined rows and re-runs the MATCH once per row (~16 ms instead of ~1 ms on 400 notes).
+        return (f"SELECT f.rowid, -bm25({table}) AS s FROM {table} f " + (f"CROSS JOIN {join} " if join else "")
+                + f"WHERE {table} MATCH ?")
 
     def json_each(self, expr: str, alias: str) -> str:
         """A FROM item `alias` with one row per element of the JSON array `expr`, in column `value`."""

@@ -55,16 +55,13 @@ class PgUrl(str):
     """A PostgreSQL URL; `.name` is what messages show (the password left out)."""
 
     @property
-    def name(self) -> str:
+    def name(self) -> str:  # like Path.name, what messages call the database
         parts = urlsplit(str(self))
         netloc = parts.netloc.rsplit("@", 1)
         host = netloc[-1]
         user = netloc[0].split(":", 1)[0] if len(netloc) == 2 else ""
         shown = f"{user}@{host}" if user else host
         return urlunsplit((parts.scheme, shown, parts.path, "", ""))
-
-    def __fspath__(self) -> str:  # never a file: `os` functions given one fail instead of guessing
-        raise TypeError("a PostgreSQL URL is not a file path")
 
 
 # -- parameters and errors -------------------------------------------------------------
@@ -343,6 +340,10 @@ class PgStore(Store):
     """A `Store` on a PostgreSQL database (see the module's docstring for what differs)."""
 
     backend = "postgresql"
+
+    @property
+    def label(self) -> str:
+        return self.path.name
     row_version = "xmin::text::bigint"  # the inserting (or last updating) transaction: moves on every write
 
     # -- transactions --------------------------------------------------------------
@@ -431,15 +432,11 @@ class PgStore(Store):
                 rows = self.execute(sql.format(order="d + 0"), (q, conversation_id, k)).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def fts_search(self, table: str, expr: str, *, join: str = "", where: str = "", params: Sequence[Any] = (),
-                   limit: int | None = None) -> list[tuple[int, float]]:
-        sql = (f"WITH q AS (SELECT websearch_to_tsquery('{FTS_CONFIG}', ?) AS q) "
-               f"SELECT f.rowid, ts_rank_cd(f.tsv, q.q) AS s FROM q, {table} f "
-               + (f"JOIN {join} " if join else "")
-               + "WHERE f.tsv @@ q.q" + (f" AND {where}" if where else "") + " ORDER BY s DESC, f.rowid"
-               + (" LIMIT ?" if limit is not None else ""))
-        args = [expr, *params] + ([limit] if limit is not None else [])
-        return [(int(r[0]), float(r[1])) for r in self.execute(sql, args).fetchall()]
+    def _fts_select(self, table: str, join: str) -> str:
+        # the same expression syntax: quoted words or phrases joined by OR is what websearch_to_tsquery reads
+        return (f"WITH q AS (SELECT websearch_to_tsquery('{FTS_CONFIG}', ?) AS q) "
+                f"SELECT f.rowid, ts_rank_cd(f.tsv, q.q) AS s FROM q, {table} f " + (f"JOIN {join} " if join else "")
+                + "WHERE f.tsv @@ q.q")
 
     def json_each(self, expr: str, alias: str) -> str:
         return f"jsonb_array_elements_text(({expr})::jsonb) AS {alias}(value)"
@@ -463,9 +460,6 @@ class PgStore(Store):
             note = ("PostgreSQL: VACUUM marked the deleted rows' space reusable; their bytes stay in the table "
                     "files until overwritten (use --vacuum to rewrite the tables), and in WAL, replicas and backups")
         return vacuum, note
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 
