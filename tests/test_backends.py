@@ -247,3 +247,27 @@ def test_an_unreachable_server_is_one_line(pg_server) -> None:
     with pytest.raises(StoreError) as err:
         open_store(bad)
     assert "cannot connect" in str(err.value) and "secret" not in str(err.value)
+
+
+def test_vector_search_of_a_small_conversation_in_a_big_table(any_db: str) -> None:
+    """On PostgreSQL the HNSW index filters by conversation after its search; a conversation that is a sliver of
+    the table must still get all of its nearest rows back (as sqlite-vec's partitioned search gives them).
+    (Sequential scans and the conversation index are taken away there, so the planner uses HNSW on this small table.)"""
+    rng = np.random.default_rng(11)
+    vecs = rng.normal(size=(400, 8)).astype(np.float32)
+    with open_store(any_db) as store, store.transaction():
+        store.bind_embedding_model("test-model", 8)
+        for cid in ("big", "small"):
+            _conversation(store, cid)
+        for i, v in enumerate(vecs, 1):
+            _note(store, i, "small" if i % 100 == 0 else "big", f"note {i}", v.tolist())
+    with open_store(any_db) as store:
+        if store.backend == "postgresql":
+            store.execute("SET enable_seqscan = off")
+            store.execute("DROP INDEX note_vectors_conv")  # leaves the HNSW index as the planner's only way in
+            index_only = store.execute("SELECT rowid FROM note_vectors WHERE conversation_id = 'small' "
+                                       "ORDER BY embedding <=> ? LIMIT 10", (store.vector_value(vecs[0]),)).fetchall()
+            assert len(index_only) < 4  # what the index alone gives: the case the store must make up for
+        hits = store.knn("note_vectors", vecs[0].tolist(), 10, "small")
+        assert sorted(r for r, _ in hits) == [100, 200, 300, 400]
+        assert [d for _, d in hits] == sorted(d for _, d in hits)
