@@ -49,7 +49,7 @@ def parse_db(value: str | Path) -> Path:
 # annotated `str` so typer leaves parse_db's value alone (a Path annotation would turn a URL into a path)
 DbOpt = Annotated[
     str,
-    typer.Option("--db", envvar="TRACECLI_DB", parser=parse_db, show_default=True,
+    typer.Option("--db", envvar="TRACECLI_DB", parser=parse_db, metavar="<path|url>", show_default=True,
                  help="The database: an SQLite file, or a postgresql:// URL (env TRACECLI_DB)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout (stable keys).")]

@@ -462,7 +462,6 @@ class PgStore(Store):
         return vacuum, note
 
 
-
 def _tables(conn: PgConnection) -> set[str]:
     return {r[0] for r in conn.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()").fetchall()}
@@ -491,17 +490,18 @@ def open_pg_store(url: str, *, create: bool, upgrade: bool, busy_timeout: float)
     conn = PgConnection(raw, pool)
     store = PgStore(conn=conn, path=url, busy_timeout=busy_timeout)
     try:
-        _open_checks(store, url, create=create, upgrade=upgrade, application=(APPLICATION_KEY, APPLICATION),
-                     writers=WRITING_COMMANDS)
+        _open_checks(store, url, create=create, upgrade=upgrade)
     except BaseException:
         conn.close()
         raise
     return store
 
 
-def _identify(store: Any, url: PgUrl, application: tuple[str, str]) -> list[str] | None:
+def _identify(store: Any, url: PgUrl) -> list[str] | None:
+    """tracecli's migrations applied to the database, None for an empty schema; StoreError for anything else."""
     tables = _tables(store.conn)
-    if "meta" in tables and store.execute("SELECT 1 FROM meta WHERE key = ? AND value = ?", application).fetchone():
+    if "meta" in tables and store.execute("SELECT 1 FROM meta WHERE key = ? AND value = ?",
+                                          (APPLICATION_KEY, APPLICATION)).fetchone():
         return store.applied_migrations()
     if not tables:
         return None
@@ -510,8 +510,9 @@ def _identify(store: Any, url: PgUrl, application: tuple[str, str]) -> list[str]
                      "it unchanged — give --db another database, or a URL whose search_path names an empty schema")
 
 
-def _open_checks(store: Any, url: PgUrl, *, create: bool, upgrade: bool, application: tuple[str, str], writers: str) -> None:
-    applied = _identify(store, url, application)
+def _open_checks(store: Any, url: PgUrl, *, create: bool, upgrade: bool) -> None:
+    """Refuse what is not tracecli's (or not there, for a reader), and migrate when allowed (as `db.open_store`)."""
+    applied = _identify(store, url)
     if applied is None and not create:
         raise StoreError(f"{url.name}: holds no tracecli data yet; run `tracecli ingest` first")
     unknown = set(applied or []) - set(SCHEMA)
@@ -521,13 +522,13 @@ def _open_checks(store: Any, url: PgUrl, *, create: bool, upgrade: bool, applica
     if applied is None or set(applied) != set(SCHEMA):
         if not upgrade:
             raise StoreError(f"{url.name}: written by an older tracecli (schema v{len(applied or [])}, this one reads "
-                             f"v{len(SCHEMA)}); run {writers} once to upgrade it")
-        _migrate(store, url, application)
+                             f"v{len(SCHEMA)}); run {WRITING_COMMANDS} once to upgrade it")
+        _migrate(store)
     else:
         _register_types(store.conn.raw)
 
 
-def _migrate(store: Any, url: PgUrl, application: tuple[str, str]) -> None:
+def _migrate(store: Any) -> None:
     """Create the schema or apply pending migrations, under the write lock, each recorded in `tracecli_migrations`."""
     from tracecli.store.migrations import migrations
 
@@ -544,5 +545,5 @@ def _migrate(store: Any, url: PgUrl, application: tuple[str, str]) -> None:
             store.execute("INSERT INTO tracecli_migrations(n, migration_set, name, applied_at) "
                           "SELECT COALESCE(MAX(n), 0) + 1, ?, ?, ? FROM tracecli_migrations",
                           (MIGRATION_SET, migration.name, utc_now()))
-        store.set_meta(*application)
+        store.set_meta(APPLICATION_KEY, APPLICATION)
     _register_types(store.conn.raw)  # the vector type exists now
