@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(col)
     for r in rows:
         table.add_row(*r)
-    Console().print(table)
+    Console(width=160).print(table)
     from tracecli.store.pg import close_pools
 
     close_pools()
