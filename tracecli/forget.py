@@ -221,7 +221,8 @@ def forget(store: Store, kind: str, targets: Sequence[str], *, namespace: str | 
     except _DryRun:
         pass
     if not dry_run:
-        receipt.vacuumed = _scrub(store, vacuum, receipt)
+        receipt.vacuumed, receipt.storage = _scrub(store, vacuum, receipt.warnings,
+                                                   [c.table for c in receipt.counts if c.removed])
     receipt.elapsed_s = round(time.perf_counter() - started, 3)
     return receipt
 
@@ -398,21 +399,19 @@ def _drop_session(store: Store, cid: str, sid: str) -> None:
         store.execute(sql, (sid,))
 
 
-def _scrub(store: Store, vacuum: bool, receipt: ForgetReceipt) -> bool:
+def _scrub(store: Store, vacuum: bool, warnings: list[str], tables: Sequence[str] = COUNTED) -> tuple[bool, str]:
     """Make deleted text leave the storage (`Store.reclaim`: SQLite rewrites the file, PostgreSQL VACUUMs the
-    tables that lost rows); True when rewritten. The receipt says what the engine can and cannot promise.
+    `tables` that lost rows): (rewritten, what the engine can and cannot promise about the freed pages).
 
     The forget is committed by then: when another command keeps the database busy past the busy timeout,
     this step is skipped with a warning rather than reported as a failure.
     """
-    tables = [c.table for c in receipt.counts if c.removed]
     try:
-        rewritten, receipt.storage = store.reclaim(tables, vacuum)
+        return store.reclaim(tables, vacuum)
     except sqlite3.OperationalError as exc:
-        receipt.warnings.append(f"the storage was not rewritten ({store.failure(exc)}); the forgotten text may stay in "
-                                "its free pages until the next `tracecli forget`")
-        return False
-    return rewritten
+        warnings.append(f"the file was not rewritten ({store.failure(exc)}); the forgotten text may stay in its free "
+                        "pages until the next `tracecli forget`")
+        return False, ""
 
 
 def forgotten_references(store: Store) -> list[tuple[str, str, str]]:
