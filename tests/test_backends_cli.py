@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 from tests.cli_proc import error_line, run_cli
 
