@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 
-from tests.cli_proc import error_line, run_cli
+from cli_proc import error_line, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 CAUSAL = ROOT / "sample_conversations" / "causal_chains.json"
