@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -45,3 +46,46 @@ def locomo_dev() -> Path:
     if not LOCOMO_DEV.exists():
         pytest.skip(f"{LOCOMO_DEV} is not present")
     return LOCOMO_DEV
+
+
+# -- PostgreSQL -----------------------------------------------------------------------------
+# pgserver (a test dependency) ships PostgreSQL with pgvector as a wheel: one server per test session,
+# in a temporary directory, run as this user; each test that asks for one gets a database of its own.
+@pytest.fixture(scope="session")
+def pg_server():
+    import tempfile
+
+    import pgserver
+
+    from tracecli.store.pg import close_pools
+
+    # not under pytest's basetemp: a later pytest session prunes old basetemps, server data and socket included
+    server = pgserver.get_server(tempfile.mkdtemp(prefix="tracecli-pg-"), cleanup_mode="delete")
+    yield server
+    close_pools()
+    server.cleanup()  # stops the server and deletes its directory
+
+
+@pytest.fixture
+def pg_url(pg_server, request: pytest.FixtureRequest) -> str:
+    """A URL of a new, empty database on the session's server."""
+    import re
+
+    import psycopg
+
+    base = pg_server.get_uri()
+    name = f"t{next(_PG_DBS)}_" + re.sub(r"\W", "_", request.node.name)[:40].lower()
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return base.replace("/postgres?", f"/{name}?", 1)
+
+
+_PG_DBS = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same test on both backends: an SQLite file path, or a PostgreSQL URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "trace.db")
+    return request.getfixturevalue("pg_url")

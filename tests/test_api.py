@@ -39,8 +39,9 @@ def test_memory_is_exported() -> None:
         tracecli.NoSuchThing  # noqa: B018
 
 
-def test_scenario_in_process(db_path: Path, embedder: Any) -> None:
-    with Memory(db_path, namespace="maya", embedder=embedder) as mem:
+def test_scenario_in_process(any_db: str, embedder: Any) -> None:
+    """ingest → update → ask → trace → forget → audit, on an SQLite file and on PostgreSQL."""
+    with Memory(any_db, namespace="maya", embedder=embedder) as mem:
         for n, turn in enumerate(TURNS, 1):
             added = mem.add(turn, conversation=CONVERSATION)["files"][0]["conversations"][0]
             assert (added["new_messages"], added["new_sessions"], added["created"]) == (len(turn), 1, n == 1)
@@ -62,6 +63,10 @@ def test_scenario_in_process(db_path: Path, embedder: Any) -> None:
         assert_forgotten(receipt, mem.ask(QUESTION))
         with pytest.raises(NotFound):
             mem.trace(answer["answer_id"])  # the answer that quoted it went with it
+        from tracecli.audit import run_audit
+
+        report = run_audit(mem.store)
+        assert report.errors == 0, [c for c in report.checks if c.errors]
 
 
 def test_add_is_idempotent(db_path: Path, embedder: Any) -> None:
@@ -112,8 +117,8 @@ def test_ingest_a_file_and_a_list(db_path: Path, embedder: Any, tmp_path: Path) 
         assert [c["conversation_id"] for c in mem.stats()["conversations"]] == ["from-file", "from-list"]
 
 
-def test_namespaces_stay_apart(db_path: Path, embedder: Any) -> None:
-    with _remembered(db_path, embedder) as maya, Memory(db_path, "other", embedder=embedder) as other:
+def test_namespaces_stay_apart(any_db: str, embedder: Any) -> None:
+    with _remembered(any_db, embedder) as maya, Memory(any_db, "other", embedder=embedder) as other:
         with pytest.raises(NotFound, match="namespace 'other' has no conversations"):
             other.ask(QUESTION)
         answer = maya.ask(QUESTION)

@@ -69,9 +69,10 @@ def test_reads_run_while_a_write_holds_the_database(db_path: Path, embedder: Any
         server.close()
 
 
-def test_asks_and_remembers_at_once_all_succeed(db_path: Path, embedder: Any) -> None:
-    """An answer stored between a write's first read and its first write must not fail the write."""
-    server = MemoryServer(db_path, namespace="maya", embedder=embedder)
+def test_asks_and_remembers_at_once_all_succeed(any_db: str, embedder: Any) -> None:
+    """An answer stored between a write's first read and its first write must not fail the write (on an SQLite
+    file and on PostgreSQL)."""
+    server = MemoryServer(any_db, namespace="maya", embedder=embedder)
     chatter = [{"speaker": "Tom" if i % 2 else "Maya", "text": f"Message number {i} about the flat hunt in {NEW}.",
                 "timestamp": f"2024-07-{16 + i // 4:02d}T{8 + i % 4:02d}:00:00Z"} for i in range(12)]
 

@@ -226,7 +226,7 @@ def test_forget_warns_instead_of_failing_when_it_cannot_rewrite_the_file_after_i
     try:
         with open_store(ask_db_copy, create=False, busy_timeout=0.1) as store:
             warnings: list[str] = []
-            assert _scrub(store, True, warnings) is False
+            assert _scrub(store, True, warnings) == (False, "")
     finally:
         holder.execute("ROLLBACK")
         holder.close()

@@ -27,6 +27,7 @@ from tracecli.ingest.formats import DEFAULT_GAP_HOURS
 from tracecli.render import to_jsonable
 from tracecli.scope import check_namespace
 from tracecli.store import Store, open_store
+from tracecli.store.db import is_pg_url
 
 if TYPE_CHECKING:
     from tracecli.ingest.model import ParsedConversation
@@ -50,7 +51,7 @@ class Memory:
         chat model configured by TRACECLI_LLM_URL / TRACECLI_LLM_MODEL (none: offline).
         """
         self.namespace = check_namespace(namespace)
-        self.path = Path(path)
+        self.path = path if is_pg_url(path) else Path(path)  # a postgresql:// URL stays whole
         self.gap_hours = gap_hours
         self._embedder = embedder
         self._llm = llm

@@ -77,6 +77,7 @@ class ForgetReceipt:
     counts: list[TableCount]
     wiki_recompiled: list[str] = field(default_factory=list)  # conversations whose wiki is (or would be) compiled again
     vacuumed: bool = False
+    storage: str = ""  # what the engine promises about the deleted rows' bytes (freed pages, WAL, backups)
     created_at: str = ""
     elapsed_s: float = 0.0
     warnings: list[str] = field(default_factory=list)  # what could not be done after the forget was committed
@@ -220,7 +221,8 @@ def forget(store: Store, kind: str, targets: Sequence[str], *, namespace: str | 
     except _DryRun:
         pass
     if not dry_run:
-        receipt.vacuumed = _scrub(store, vacuum, receipt.warnings)
+        receipt.vacuumed, receipt.storage = _scrub(store, vacuum, receipt.warnings,
+                                                   [c.table for c in receipt.counts if c.removed])
     receipt.elapsed_s = round(time.perf_counter() - started, 3)
     return receipt
 
@@ -280,7 +282,7 @@ def _drop_llm_cache(store: Store, cid: str) -> None:
     """Replies whose prompts may have carried the conversation's text (untagged rows cannot be ruled out)."""
     store.execute(
         "DELETE FROM llm_cache WHERE conversation_ids = '[]' OR EXISTS "
-        "(SELECT 1 FROM json_each(llm_cache.conversation_ids) WHERE value = ?)", (cid,))
+        f"(SELECT 1 FROM {store.json_each('llm_cache.conversation_ids', 'j')} WHERE j.value = ?)", (cid,))
 
 
 def _drop_note_rows(store: Store, rowids: Sequence[int]) -> None:
@@ -308,7 +310,7 @@ def _drop_wiki(store: Store, cid: str, *, keep_pages: bool = False) -> bool:
     """
     had = store.execute("SELECT 1 FROM wiki_sessions WHERE conversation_id = ? LIMIT 1", (cid,)).fetchone() is not None
     if keep_pages:
-        store.execute("PRAGMA defer_foreign_keys = ON")
+        store.defer_foreign_keys()
     else:
         _drop_pages(store, cid)
     store.execute("DELETE FROM snapshot_claims WHERE snapshot_id IN (SELECT id FROM snapshots WHERE conversation_id = ?)", (cid,))
@@ -389,32 +391,27 @@ def _drop_session(store: Store, cid: str, sid: str) -> None:
     store.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (sid, sid))
     if prev and nxt:
         store.execute(
-            "INSERT OR IGNORE INTO edges(id, conversation_id, src, dst, label, family, confidence, justification, created_at) "
-            "VALUES (?,?,?,?,'next','structural',1.0,'next session',?)",
+            "INSERT INTO edges(id, conversation_id, src, dst, label, family, confidence, justification, created_at) "
+            "VALUES (?,?,?,?,'next','structural',1.0,'next session',?) ON CONFLICT DO NOTHING",
             ("ed_" + short_hash(prev[0], nxt[0], "next"), cid, prev[0], nxt[0], utc_now()))
     for sql in ("DELETE FROM session_topics WHERE session_id = ?", "DELETE FROM graph_sessions WHERE session_id = ?",
                 "DELETE FROM wiki_sessions WHERE session_id = ?", "DELETE FROM sessions WHERE id = ?"):
         store.execute(sql, (sid,))
 
 
-def _scrub(store: Store, vacuum: bool, warnings: list[str]) -> bool:
-    """Make deleted text leave the file: merge FTS segments, rewrite the file, empty the WAL; True when rewritten.
+def _scrub(store: Store, vacuum: bool, warnings: list[str], tables: Sequence[str] = COUNTED) -> tuple[bool, str]:
+    """Make deleted text leave the storage (`Store.reclaim`: SQLite rewrites the file, PostgreSQL VACUUMs the
+    `tables` that lost rows): (rewritten, what the engine can and cannot promise about the freed pages).
 
-    The forget is committed by then: when another command keeps the file busy past the busy timeout,
+    The forget is committed by then: when another command keeps the database busy past the busy timeout,
     this step is skipped with a warning rather than reported as a failure.
     """
     try:
-        for table in ("notes_fts", "wiki_fts"):
-            if store.has_table(table):
-                store.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-        if vacuum:
-            store.execute("VACUUM")
-        store.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return store.reclaim(tables, vacuum)
     except sqlite3.OperationalError as exc:
         warnings.append(f"the file was not rewritten ({store.failure(exc)}); the forgotten text may stay in its free "
                         "pages until the next `tracecli forget`")
-        return False
-    return vacuum
+        return False, ""
 
 
 def forgotten_references(store: Store) -> list[tuple[str, str, str]]:
@@ -427,9 +424,9 @@ def forgotten_references(store: Store) -> list[tuple[str, str, str]]:
         for table, sql in (
             ("messages", "SELECT id FROM messages WHERE id IN ({marks})"),
             ("notes", "SELECT id FROM notes WHERE message_id IN ({marks})"),
-            ("claims", "SELECT c.id FROM claims c, json_each(c.source_message_ids) j WHERE j.value IN ({marks})"),
-            ("claim_ops", "SELECT o.id FROM claim_ops o, json_each(o.source_message_ids) j WHERE j.value IN ({marks})"),
-            ("snapshots", "SELECT s.id FROM snapshots s, json_each(s.message_ids) j WHERE j.value IN ({marks})"),
+            ("claims", f"SELECT c.id FROM claims c, {store.json_each('c.source_message_ids', 'j')} WHERE j.value IN ({{marks}})"),
+            ("claim_ops", f"SELECT o.id FROM claim_ops o, {store.json_each('o.source_message_ids', 'j')} WHERE j.value IN ({{marks}})"),
+            ("snapshots", f"SELECT s.id FROM snapshots s, {store.json_each('s.message_ids', 'j')} WHERE j.value IN ({{marks}})"),
         ):
             found.extend((fid, table, r[0]) for r in execute_in(store, sql, ids))
     return found

@@ -36,7 +36,7 @@ from tracecli.errors import BadInput, TraceError
 from tracecli.forget import KINDS
 from tracecli.providers.jsonschema import schema_error
 from tracecli.scope import check_namespace
-from tracecli.store.db import sqlite3  # the driver the store connects with
+from tracecli.store.db import is_pg_url, sqlite3  # the driver the store connects with
 
 if TYPE_CHECKING:
     from tracecli.providers.embeddings import Embedder
@@ -199,7 +199,7 @@ class MemoryServer:
 
     def __init__(self, db: str | Path, *, namespace: str | None = None, lock_namespace: bool = False,
                  embedder: Embedder | None = None, llm: ChatModel | None = None) -> None:
-        self.db = Path(db)
+        self.db = db if is_pg_url(db) else Path(db)  # a postgresql:// URL stays whole
         self.namespace = check_namespace(namespace)
         self.lock_namespace = lock_namespace
 

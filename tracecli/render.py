@@ -269,7 +269,8 @@ def forget_receipt(r: Any) -> None:
         ["conversations removed", ", ".join(r.conversations_removed) or "none"],
         ["sessions removed", len(r.sessions_removed)],
         ["wiki compiled again" if not r.dry_run else "wiki to compile again", ", ".join(r.wiki_recompiled) or "none"],
-        ["file vacuumed", "yes" if r.vacuumed else "no"],
+        ["storage rewritten", "yes" if r.vacuumed else "no"],
+        *([["storage", r.storage]] if r.storage else []),
         ["at", f"{r.created_at} ({r.elapsed_s:.2f}s)"],
     ]
     rows = [[c.table, c.removed, c.added or ""] for c in r.counts if c.removed or c.added]

@@ -33,7 +33,7 @@ def collect_stats(store: Store) -> Stats:
     """Count rows per table and per conversation."""
     model = store.embedding_model()
     st = Stats(
-        db=str(store.path),
+        db=store.label,
         schema_version=store.schema_version(),
         embedding_model=model[0] if model else None,
         embedding_dim=model[1] if model else None,

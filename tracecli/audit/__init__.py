@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -101,21 +100,18 @@ class _Auditor(WikiChecks):
 
     # -- storage -------------------------------------------------------------------------
     def integrity(self, chk: _Check) -> None:
-        rows = [r[0] for r in self.store.execute("PRAGMA integrity_check").fetchall()]
         chk.checked = 1
-        if rows != ["ok"]:
-            for line in rows:
-                chk.error(f"integrity_check: {line}")
+        for line in self.store.integrity_errors():
+            chk.error(f"integrity_check: {line}")
 
     def foreign_keys(self, chk: _Check) -> None:
-        rows = self.store.execute("PRAGMA foreign_key_check").fetchall()
         chk.checked = 1
-        for table, rowid, parent, _fk in rows:
+        for table, rowid, parent, _fk in self.store.foreign_key_errors():
             chk.error(f"{table} row {rowid} points at a missing {parent} row", refs=[f"{table}:{rowid}"])
 
     def schema(self, chk: _Check) -> None:
         known = [m.name for m in migrations._migrations]
-        applied = [m.name for m in migrations.applied(self.store.db)]
+        applied = self.store.applied_migrations()
         chk.checked = len(known)
         for name in applied:
             if name not in known:
@@ -158,13 +154,11 @@ class _Auditor(WikiChecks):
             self._vector_rows(chk, "wiki_vectors", pages, dim, "wiki page")
 
     def _declared_dim(self, table: str) -> int | None:
-        row = self.store.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()
-        m = re.search(r"float\[(\d+)\]", row[0] if row and row[0] else "")
-        return int(m.group(1)) if m else None
+        return self.store.vector_dim(table)
 
     def _vector_rows(self, chk: _Check, table: str, owners: dict[int, str], dim: int, what: str) -> None:
         have: dict[int, tuple[str, int]] = {}
-        for rowid, cid, size in self.store.execute(f"SELECT rowid, conversation_id, length(embedding) FROM {table}"):
+        for rowid, cid, size in self.store.execute(f"SELECT rowid, conversation_id, {self.store.vector_bytes_sql('embedding')} FROM {table}"):
             if cid in self.cids or not self.scoped:
                 have[int(rowid)] = (cid, int(size or 0))
         for rowid, cid in sorted(owners.items()):
@@ -461,7 +455,7 @@ def run_audit(store: Store, conversation_id: str | None = None, settings: AuditS
     errors = sum(c.errors for c in a.results)
     warnings = sum(c.warnings for c in a.results)
     return AuditReport(
-        db=str(store.path),
+        db=store.label,
         conversation_ids=cids,
         schema_version=store.schema_version(),
         latest_schema_version=len(migrations._migrations),

@@ -68,7 +68,7 @@ class WikiChecks:
 
     def op_log(self, chk: _Check) -> None:
         self._need_wiki("claims", "claim_ops")
-        triggers = {r[0] for r in self.store.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        triggers = self.store.trigger_names()
         for name in ("claim_ops_no_update", "claim_ops_no_delete"):
             if name not in triggers:
                 chk.error(f"trigger {name} is missing: the op log is no longer protected against edits")

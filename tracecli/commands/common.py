@@ -36,9 +36,21 @@ def _sqlite_error() -> type[Exception]:
 
     return sqlite3.Error
 
+def parse_db(value: str | Path) -> Path:
+    """`--db`: a `postgresql://` URL (kept whole, its password never shown) or an SQLite file path."""
+    text = str(value)
+    if text.startswith(("postgresql://", "postgres://")):
+        from tracecli.store.pg import PgUrl
+
+        return PgUrl(text)  # type: ignore[return-value]
+    return Path(value)
+
+
+# annotated `str` so typer leaves parse_db's value alone (a Path annotation would turn a URL into a path)
 DbOpt = Annotated[
-    Path,
-    typer.Option("--db", envvar="TRACECLI_DB", help="The database file (env TRACECLI_DB).", show_default=True),
+    str,
+    typer.Option("--db", envvar="TRACECLI_DB", parser=parse_db, metavar="<path|url>", show_default=True,
+                 help="The database: an SQLite file, or a postgresql:// URL (env TRACECLI_DB)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout (stable keys).")]
 DEFAULT_DB = Path("tracecli.db")

@@ -95,6 +95,8 @@ def eval_store(db: Optional[Path]) -> Iterator[tuple[Any, str]]:
 
     tmp: Optional[str] = None
     if db is not None:
+        if str(db).startswith(("postgresql:", "postgres:")):
+            raise BadInput(f"--db {db}: eval builds into an SQLite file; give a file path, not a PostgreSQL URL")
         if db.is_dir():
             raise BadInput(f"--db {db}: is a directory; give a database file")
         path, label = db, str(db)

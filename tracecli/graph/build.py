@@ -22,7 +22,7 @@ from tracecli.graph.revise import frame_edges, frame_recs, masked_embedder
 from tracecli.graph.link import EdgeRec, EventRec, GateStats, LinkSettings, before_edges, causal_edges, evolution_edges
 from tracecli.graph.validity import apply_validity
 from tracecli.scope import llm_scope, resolve_scope, scope_of
-from tracecli.store.db import Store, dumps, utc_now
+from tracecli.store.db import Store, dumps, upsert_set, utc_now
 from tracecli.text import short_hash
 
 if TYPE_CHECKING:
@@ -105,12 +105,19 @@ def _messages(store: Store, session_id: str) -> list[MessageIn]:
     ]
 
 
+#: what a rebuilt event overwrites (as SQLite's INSERT OR REPLACE did, its validity back to the defaults)
+_EVENT_COLUMNS = ("conversation_id", "session_id", "type", "subject", "speaker", "participants", "description", "quote",
+                  "time_anchor", "event_time", "event_time_granularity", "seq", "sentence_idx", "facet", "value",
+                  "value_norm", "negated", "cue", "confidence", "provenance", "topic_id", "created_at", "frame")
+
+
 def _insert_events(store: Store, cid: str, session_id: str, topic_id: str | None, events: list[EventOut]) -> None:
     now = utc_now()
     store.conn.executemany(
-        "INSERT OR REPLACE INTO events(id, conversation_id, session_id, type, subject, speaker, participants, description, quote, "
+        "INSERT INTO events(id, conversation_id, session_id, type, subject, speaker, participants, description, quote, "
         "time_anchor, event_time, event_time_granularity, seq, sentence_idx, facet, value, value_norm, negated, cue, "
-        "confidence, provenance, topic_id, created_at, frame) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "confidence, provenance, topic_id, created_at, frame) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+        + upsert_set("id", _EVENT_COLUMNS) + ", valid_until = NULL, validity = 1.0",
         [
             (e.id, cid, session_id, e.type, e.subject, e.speaker, dumps(e.participants), e.description, e.quote,
              e.time_anchor, e.event_time, e.event_time_granularity, e.seq, e.sentence_idx, e.facet, e.value,
@@ -120,7 +127,7 @@ def _insert_events(store: Store, cid: str, session_id: str, topic_id: str | None
         ],
     )
     store.conn.executemany(
-        "INSERT OR IGNORE INTO event_notes(event_id, note_id) VALUES (?, ?)",
+        "INSERT INTO event_notes(event_id, note_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
         [(e.id, n) for e in events for n in e.source_note_ids],
     )
 
@@ -128,8 +135,9 @@ def _insert_events(store: Store, cid: str, session_id: str, topic_id: str | None
 def _insert_edges(store: Store, cid: str, edges: list[EdgeRec], family: str | None = None) -> None:
     now = utc_now()
     store.conn.executemany(
-        "INSERT OR REPLACE INTO edges(id, conversation_id, src, dst, label, family, confidence, justification, created_at) "
-        "VALUES (?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO edges(id, conversation_id, src, dst, label, family, confidence, justification, created_at) "
+        "VALUES (?,?,?,?,?,?,?,?,?) "
+        + upsert_set("id", ("conversation_id", "src", "dst", "label", "family", "confidence", "justification", "created_at")),
         [(e.id, cid, e.src, e.dst, e.label, family or e.family, e.confidence, e.justification, now) for e in edges],
     )
 
@@ -200,6 +208,8 @@ def _roomy_page_cache(store: Store, kib: int = 65536) -> None:
     rebuild's deletes have filled the default cache with dirty pages, those reads
     took 3.5 s instead of 0.3 s for 10K messages.
     """
+    if store.backend != "sqlite":
+        return  # a server's buffer cache is the server's to size
     size = int(store.execute("PRAGMA cache_size").fetchone()[0])
     page = int(store.execute("PRAGMA page_size").fetchone()[0])
     if (-size if size < 0 else size * page // 1024) < kib:
@@ -273,8 +283,8 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: ChatModel | None, reb
             now = utc_now()
             counts = {s["id"]: s["n"] for s in sessions}
             store.conn.executemany(
-                "INSERT OR REPLACE INTO graph_sessions(session_id, conversation_id, extractor, message_count, built_at) "
-                "VALUES (?,?,?,?,?)",
+                "INSERT INTO graph_sessions(session_id, conversation_id, extractor, message_count, built_at) VALUES (?,?,?,?,?) "
+                + upsert_set("session_id", ("conversation_id", "extractor", "message_count", "built_at")),
                 [(sid, cid, result.extractor, counts[sid], now) for sid in pending],
             )
             result.events_new = len(new_ids)

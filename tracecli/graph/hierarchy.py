@@ -86,7 +86,8 @@ def assign_topics(store: Store, conversation_id: str, session_ids: list[str], se
             "UPDATE topics SET centroid = ?, size = ? WHERE id = ?",
             (sqlite_vec.serialize_float32(cen.tolist()) if vec is not None else None, size + 1, best),
         )
-        store.execute("INSERT OR REPLACE INTO session_topics(session_id, topic_id) VALUES (?, ?)", (sid, best))
+        store.execute("INSERT INTO session_topics(session_id, topic_id) VALUES (?, ?) "
+                      "ON CONFLICT(session_id) DO UPDATE SET topic_id = excluded.topic_id", (sid, best))
         out[sid] = best
     _relabel(store, conversation_id)
     return out

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import sqlite_vec
 
 from tracecli.errors import BadInput
 from tracecli.ingest.formats import DEFAULT_GAP_HOURS, MAX_MESSAGE_BYTES, parse_file
@@ -179,7 +178,7 @@ def _write(store: Store, conv: ParsedConversation, pending: list[_PendingMessage
         # FTS indexes the message text alone: the note's "[date] Speaker:" prefix would make every
         # question that names a person match all of that person's shortest messages.
         fts_rows.append((note_rowid, pm.text, kw))
-        vec_rows.append((note_rowid, cid, sqlite_vec.serialize_float32(list(vec))))
+        vec_rows.append((note_rowid, cid, store.vector_value(vec)))
         seq += 1
         turns[sid] += 1
         note_rowid += 1

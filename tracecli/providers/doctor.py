@@ -17,6 +17,7 @@ import httpx
 
 from tracecli.errors import TraceError
 from tracecli.providers.llm import LLMSettings, get_chat_model, redact_url
+from tracecli.store.db import is_pg_url
 
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with the single word: ok"}]
 
@@ -186,12 +187,36 @@ def check_sqlite() -> SQLiteCheck:
     return check
 
 
+def _check_server(url: str, known: list[str]) -> DatabaseCheck:
+    """`check_database` for a PostgreSQL URL: connects, reads the migrations and the model, writes nothing."""
+    from tracecli.errors import TraceError
+    from tracecli.store.pg import PgUrl, describe
+
+    check = DatabaseCheck(path=PgUrl(url).name, exists=True, latest_schema_version=len(known))
+    try:
+        applied, meta = describe(url)
+    except (TraceError, Exception) as exc:  # an unreachable server is the report, not a crash
+        check.error, check.ok = str(exc), False
+        return check
+    check.exists = bool(applied)
+    check.schema_version = len(applied)
+    check.pending_migrations = [n for n in known if n not in applied]
+    check.unknown_migrations = [n for n in applied if n not in known]
+    check.embedding_model = meta.get("embed_model")
+    check.embedding_dim = int(meta["embed_dim"]) if meta.get("embed_dim") else None
+    if check.unknown_migrations:
+        check.error, check.ok = f"{check.path}: written by a newer tracecli; upgrade tracecli", False
+    return check
+
+
 def check_database(path: str | Path) -> DatabaseCheck:
     """Schema version and embedding model of the file at `path`, read-only; a missing file is fine."""
     from tracecli.store.migrations import MIGRATION_SET, migrations
 
-    path = Path(path)
     known = [m.name for m in migrations._migrations]
+    if is_pg_url(path):
+        return _check_server(str(path), known)
+    path = Path(path)
     check = DatabaseCheck(path=str(path), exists=path.exists(), latest_schema_version=len(known))
     if not check.exists:
         return check

@@ -33,7 +33,7 @@ from tracecli.jsonio import tree_problem
 from tracecli.redact import redact_url
 from tracecli.scope import Scope
 from tracecli.text import has_surrogate
-from tracecli.store.db import ASIDE_WAIT, Store, dumps, utc_now
+from tracecli.store.db import ASIDE_WAIT, Store, dumps, upsert_set, utc_now
 
 if TYPE_CHECKING:
     # imported where a request is made: httpx costs ~70 ms at start-up, and the
@@ -431,7 +431,7 @@ class OpenAIChatModel:
         if self.store is not None and self.settings.use_cache:
             with _STORE_LOCK:
                 row = self.store.execute(
-                    "SELECT reply, conversation_ids FROM llm_cache WHERE key = ? AND namespace IS ?", (key, namespace)
+                    "SELECT reply, conversation_ids FROM llm_cache WHERE key = ? AND namespace IS NOT DISTINCT FROM ?", (key, namespace)
                 ).fetchone()
             if row is not None:
                 text = row[0]
@@ -518,36 +518,22 @@ class OpenAIChatModel:
         conversations = sorted(set(scope.conversation_ids)) if scope is not None else []
         with _STORE_LOCK, store.transaction(wait=ASIDE_WAIT):
             if result.ok and not result.cache_hit:
-                store.db.table("llm_cache").insert(
-                    {
-                        "key": prep.key,
-                        "model": self.model,
-                        "schema_hash": prep.schema_hash,
-                        "prompt_hash": prep.prompt_hash,
-                        "reply": result.text,
-                        "created_at": utc_now(),
-                        "namespace": scope.namespace if scope is not None else None,
-                        "conversation_ids": dumps(conversations),
-                    },
-                    pk="key",
-                    replace=True,
+                store.execute(
+                    "INSERT INTO llm_cache(key, model, schema_hash, prompt_hash, reply, created_at, namespace, conversation_ids) "
+                    "VALUES (?,?,?,?,?,?,?,?) " + upsert_set("key", ("model", "schema_hash", "prompt_hash", "reply", "created_at",
+                                                                     "namespace", "conversation_ids")),
+                    (prep.key, self.model, prep.schema_hash, prep.prompt_hash, result.text, utc_now(),
+                     scope.namespace if scope is not None else None, dumps(conversations)),
                 )
             elif result.cache_hit and not set(conversations) <= set(prep.cached_conversations):
                 # the same prompt from another conversation of the namespace: `forget` of either drops it
                 merged = sorted(set(conversations) | set(prep.cached_conversations))
                 store.execute("UPDATE llm_cache SET conversation_ids = ? WHERE key = ?", (dumps(merged), prep.key))
-            store.db.table("llm_ledger").insert(
-                {
-                    "stage": result.stage,
-                    "model": self.model,
-                    "tokens_in": result.tokens_in,
-                    "tokens_out": result.tokens_out,
-                    "latency_ms": round(result.latency_ms, 3),
-                    "cache_hit": int(result.cache_hit),
-                    "fallback": int(result.fallback),
-                    "ok": int(result.ok),
-                    "created_at": utc_now(),
-                }
+            store.execute(
+                "INSERT INTO llm_ledger(stage, model, tokens_in, tokens_out, latency_ms, cache_hit, fallback, ok, created_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
+                (result.stage, self.model, result.tokens_in, result.tokens_out, round(result.latency_ms, 3),
+                 int(result.cache_hit), int(result.fallback), int(result.ok), utc_now()),
             )
 
     # -- HTTP ----------------------------------------------------------------------

@@ -154,9 +154,9 @@ def _stamp(store: Store, conversation_ids: Sequence[str]) -> tuple[Any, ...]:
     """
     marks = placeholders(conversation_ids)
     row = store.execute(
-        "SELECT " + ", ".join(f"(SELECT COUNT(*) || ':' || IFNULL(MAX(rowid), 0) FROM {t} WHERE conversation_id IN ({marks}))"
+        "SELECT " + ", ".join(f"(SELECT COUNT(*) || ':' || COALESCE(MAX({store.row_version}), 0) FROM {t} WHERE conversation_id IN ({marks}))"
                               for t in ("events", "edges", "notes", "messages"))
-        + f", (SELECT COUNT(*) || ':' || IFNULL(MAX(built_at), '') FROM graph_sessions WHERE conversation_id IN ({marks}))",
+        + f", (SELECT COUNT(*) || ':' || COALESCE(MAX(built_at), '') FROM graph_sessions WHERE conversation_id IN ({marks}))",
         [*conversation_ids] * 5,
     ).fetchone()
     return tuple(row)
@@ -211,7 +211,7 @@ class Asker:
             self._scopes.clear()
             self._changes = self.store.conn.total_changes
         cached = self._scopes.get(key)
-        version = int(self.store.execute("PRAGMA data_version").fetchone()[0])
+        version = self.store.data_version()
         if cached is not None and cached.data_version == version:
             return cached
         stamp = _stamp(self.store, key)

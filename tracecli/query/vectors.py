@@ -114,10 +114,10 @@ class EventVectors:
             with self.store.transaction():
                 self.store.conn.executemany(
                     "INSERT INTO event_vectors(event_id, conversation_id, model, quote_hash, embedding) "
-                    "SELECT ?,?,?,?,? WHERE EXISTS (SELECT 1 FROM events WHERE id = ?1) "
+                    "SELECT ?,?,?,?,? WHERE EXISTS (SELECT 1 FROM events WHERE id = ?) "
                     "ON CONFLICT(event_id) DO UPDATE SET conversation_id = excluded.conversation_id, "
                     "model = excluded.model, quote_hash = excluded.quote_hash, embedding = excluded.embedding",
-                    rows,
+                    [(*r, r[0]) for r in rows],
                 )
         except sqlite3.IntegrityError:
             pass  # an event removed meanwhile (forget, rebuild): its vector is not needed

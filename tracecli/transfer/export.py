@@ -33,7 +33,7 @@ def _selection(store: Store, namespace: str | None, conversation_id: str | None)
         cond, params = "namespace = ?", [namespace]
         missing = f"no conversations in namespace '{namespace}' in {store.path.name}; `tracecli stats` lists them"
     else:
-        cond, params = "1", []
+        cond, params = "1 = 1", []
         missing = f"{store.path.name} holds no conversations; nothing to export"
     if store.execute(f"SELECT COUNT(*) FROM conversations WHERE {cond}", params).fetchone()[0] == 0:
         raise NotFound(missing)

@@ -144,7 +144,7 @@ class Column:
 
 def _columns(store: Store, table: str) -> list[Column]:
     out = []
-    for _, name, ctype, notnull, default, pk in store.execute(f"PRAGMA table_info({table})"):
+    for _, name, ctype, notnull, default, pk in store.table_columns(table):
         # An INTEGER PRIMARY KEY (wiki_pages.rowid) is assigned when missing; other keys are needed
         # even where SQLite would let a TEXT primary key be NULL.
         required = (bool(notnull) and default is None) or bool(pk)
@@ -156,7 +156,7 @@ def _columns(store: Store, table: str) -> list[Column]:
 
 def primary_key(store: Store, table: str) -> list[str]:
     """The table's primary-key columns, in key order (the export's row order)."""
-    rows = sorted((pk, name) for _, name, _, _, _, pk in store.execute(f"PRAGMA table_info({table})") if pk)
+    rows = sorted((pk, name) for _, name, _, _, _, pk in store.table_columns(table) if pk)
     return [name for _, name in rows] or ["rowid"]
 
 

@@ -170,7 +170,7 @@ class Lifecycle:
 
     def _link(self, snapshot_id: str, claim_id: str, role: str, event_id: str | None = None) -> None:
         self.store.execute(
-            "INSERT OR IGNORE INTO snapshot_claims(snapshot_id, claim_id, role, event_id) VALUES (?,?,?,?)",
+            "INSERT INTO snapshot_claims(snapshot_id, claim_id, role, event_id) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
             (snapshot_id, claim_id, role, event_id or ""),
         )
 

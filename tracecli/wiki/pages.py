@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sqlite_vec
 
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import STOPWORDS, short_hash
@@ -82,11 +81,8 @@ class PagesResult:
 
 
 def ensure_wiki_vectors(store: Store, dim: int) -> None:
-    """Create the `wiki_vectors` vec0 table (like `note_vectors`) for `dim`-d page embeddings."""
-    store.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS wiki_vectors USING vec0("
-        f"conversation_id TEXT PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)"
-    )
+    """Create the `wiki_vectors` table (like `note_vectors`) for `dim`-d page embeddings."""
+    store.ensure_vector_table("wiki_vectors", dim)
 
 
 def index_page(store: Store, rowid: int, cid: str, title: str, routing_text: str, keywords: Sequence[str],
@@ -95,7 +91,7 @@ def index_page(store: Store, rowid: int, cid: str, title: str, routing_text: str
     store.execute("INSERT INTO wiki_fts(rowid, title, body, keywords, conversation_id) VALUES (?,?,?,?,?)",
                   (rowid, title, routing_text, " ".join(keywords), cid))
     store.execute("INSERT INTO wiki_vectors(rowid, conversation_id, embedding) VALUES (?,?,?)",
-                  (rowid, cid, sqlite_vec.serialize_float32([float(x) for x in vector])))
+                  (rowid, cid, store.vector_value(vector)))
 
 
 def slugify(text: str) -> str:
@@ -539,11 +535,12 @@ def compile_pages(store: Store, cid: str, embedder: Embedder, llm: ChatModel | N
         else:
             cur = store.execute(
                 "INSERT INTO wiki_pages(id, conversation_id, slug, type, title, markdown, routing_text, keywords, entities, "
-                "items, links, rescue, origin, content_hash, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "items, links, rescue, origin, content_hash, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                "RETURNING rowid",
                 (pid, cid, p.slug, p.type, p.title, markdown, r.routing_text, dumps(r.keywords), dumps(r.entities),
                  dumps(r.items), dumps(p.links), int(p.rescue), origin, h, now, now),
             )
-            rowid = cur.lastrowid
+            rowid = cur.fetchone()[0]
         store.conn.executemany("INSERT INTO wiki_page_trajectories(page_id, trajectory_id) VALUES (?,?)",
                                [(pid, t) for t in p.trajectories])
         index_page(store, rowid, cid, p.title, r.routing_text, r.keywords + r.items, vec)

@@ -31,13 +31,7 @@ RRF_K = 60
 def _dense_ranks(store: Store, conversation_id: str, query_vector: Sequence[float], n: int) -> dict[int, int]:
     if not store.has_table("wiki_vectors") or n <= 0:
         return {}
-    import sqlite_vec  # here, not at the top: `wiki show` and `trace` import this module and need no numpy
-
-    rows = store.execute(
-        "SELECT rowid, distance FROM wiki_vectors WHERE embedding MATCH ? AND k = ? AND conversation_id = ? "
-        "ORDER BY distance",
-        (sqlite_vec.serialize_float32([float(x) for x in query_vector]), min(n, 4096), conversation_id),
-    ).fetchall()
+    rows = store.knn("wiki_vectors", [float(x) for x in query_vector], min(n, 4096), conversation_id)
     rows.sort(key=lambda r: (round(float(r[1]), 7), int(r[0])))  # vec0 allows only ORDER BY distance; ties by rowid
     return {int(r[0]): rank for rank, r in enumerate(rows, 1)}
 
@@ -46,10 +40,7 @@ def _sparse_ranks(store: Store, conversation_id: str, question: str) -> dict[int
     match = fts_query(question)
     if not match:
         return {}
-    rows = store.execute(
-        "SELECT rowid, bm25(wiki_fts) AS s FROM wiki_fts WHERE wiki_fts MATCH ? AND conversation_id = ? ORDER BY s, rowid",
-        (match, conversation_id),
-    ).fetchall()
+    rows = store.fts_search("wiki_fts", match, where="f.conversation_id = ?", params=(conversation_id,))
     return {int(r[0]): rank for rank, r in enumerate(rows, 1)}
 
 
@@ -205,7 +196,7 @@ def claims_for_refs(store: Store, refs: Sequence[str], conversation_ids: Sequenc
     for r in rows:
         ops = store.query(
             "SELECT o.n, o.op, o.claim_id, o.target_id, o.status, o.reason, m.timestamp FROM claim_ops o "
-            "LEFT JOIN messages m ON m.id = json_extract(o.source_message_ids, '$[0]') "
+            f"LEFT JOIN messages m ON m.id = {store.json_first('o.source_message_ids')} "
             "WHERE o.conversation_id = ? AND (o.claim_id = ? OR o.target_id = ?) ORDER BY o.n",
             (r["conversation_id"], r["id"], r["id"]),
         )
