@@ -163,6 +163,13 @@ class State:
         return [c for c in self.claims if c.trajectory_id in s]
 
 
+
+def _framed(frame: str | None) -> bool:
+    """Was the claim's event read as a frame that states a value (not an anaphoric 'it' or a bare retraction)?"""
+    key = json.loads(frame).get("key", "") if frame else ""
+    return key not in ("", "it", "retract")
+
+
 def load_state(store: Store, cid: str) -> State:
     """Trajectories, claims, message anchors and retirement ops of a conversation."""
     participants = json.loads(store.execute("SELECT participants FROM conversations WHERE id = ?", (cid,)).fetchone()[0])
@@ -178,11 +185,11 @@ def load_state(store: Store, cid: str) -> State:
     claims = [
         Claim(r["id"], r["idx"], r["trajectory_id"], r["subject"], r["facet"], r["item"], r["family"], r["text"],
               r["status"], json.loads(r["source_message_ids"]), r["supporting_quote"], r["successor_id"],
-              r["predecessor_id"], bool(r["framed"]))
+              r["predecessor_id"], _framed(r["frame"]))
         for r in store.query(
             "SELECT c.id, c.idx, c.trajectory_id, c.subject, c.facet, c.item, c.family, c.text, c.status, "
             "c.source_message_ids, c.supporting_quote, c.successor_id, c.predecessor_id, "
-            "(e.frame IS NOT NULL AND COALESCE(json_extract(e.frame, '$.key'), '') NOT IN ('', 'it', 'retract')) AS framed "
+            "e.frame AS frame "
             "FROM claims c LEFT JOIN events e ON e.id = c.event_id WHERE c.conversation_id = ? ORDER BY c.idx", (cid,)
         )
     ]
