@@ -11,7 +11,7 @@ import pytest
 
 from tracecli.errors import ProviderError
 from tracecli.providers import embeddings, minilm_np
-from tracecli.providers.embeddings import MINILM_DIM, MINILM_ID, NUMPY_BULK_MAX, MiniLMEmbedder
+from tracecli.providers.embeddings import MINILM_DIM, MINILM_ID, NUMPY_MAX_FOR_TORCH, MiniLMEmbedder
 
 LONG_WORDS = " ".join(f"word{i}" for i in range(400))  # well past 256 tokens
 TEXTS = [
@@ -87,14 +87,24 @@ def _routed(monkeypatch: pytest.MonkeyPatch, emb: MiniLMEmbedder) -> list[str]:
     return calls
 
 
-def test_embedder_routes_by_count_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embeddings, "_MINILM_MODEL", None)  # as in a fresh process: torch not loaded
+def test_default_embedder_never_uses_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     emb = MiniLMEmbedder()
+    calls = _routed(monkeypatch, emb)
+    emb.embed_batch(["q"])
+    embeddings.embedding_path(emb, 50_000)(["s"] * 3)
+    assert calls == ["numpy", "numpy"]
+
+
+def test_torch_embedder_routes_by_count_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embeddings, "_MINILM_MODEL", None)  # as in a fresh process: torch not loaded
+    monkeypatch.setattr(embeddings, "_CACHE", {})
+    emb = embeddings.get_embedder("minilm-torch")
+    assert isinstance(emb, MiniLMEmbedder)
     assert (emb.id, emb.dimension) == (MINILM_ID, MINILM_DIM)  # one model id whichever path runs
     calls = _routed(monkeypatch, emb)
     emb.embed_batch(["q"])
-    emb.embed_batch(["s"] * NUMPY_BULK_MAX)
-    emb.embed_batch(["s"] * (NUMPY_BULK_MAX + 1))
+    emb.embed_batch(["s"] * NUMPY_MAX_FOR_TORCH)
+    emb.embed_batch(["s"] * (NUMPY_MAX_FOR_TORCH + 1))
     emb.embed_batch(["s"] * 7)  # torch being loaded now changes nothing: the path depends on the count
     assert calls == ["numpy", "numpy", "torch", "numpy"]
     assert emb.embed_batch([]).shape == (0, MINILM_DIM)

