@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
 # Install everything into .venv and run the main job on the bundled sample conversations:
-# ingest → build-graph → compile-wiki → ask → trace, into demo.db.
+# update (ingest → build-graph → compile-wiki, one process) → ask → trace, into demo.db.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
 export TRACECLI_DB="${TRACECLI_DB:-demo.db}"
 rm -f "$TRACECLI_DB" "$TRACECLI_DB-wal" "$TRACECLI_DB-shm"
-tracecli ingest sample_conversations/*.json
-tracecli build-graph
-if tracecli compile-wiki --help >/dev/null 2>&1; then tracecli compile-wiki; fi
+tracecli update sample_conversations/*.json
 if tracecli ask --help >/dev/null 2>&1; then
   tracecli ask "Where is Alice moving?"
   tracecli ask "Where was Alice planning to move as of February 2024?"

@@ -11,7 +11,7 @@ import pytest
 
 from tracecli.errors import ProviderError
 from tracecli.providers import embeddings, minilm_np
-from tracecli.providers.embeddings import MINILM_DIM, MINILM_ID, NUMPY_MAX_BATCH, MiniLMEmbedder
+from tracecli.providers.embeddings import MINILM_DIM, MINILM_ID, NUMPY_MAX_FOR_TORCH, MiniLMEmbedder
 
 LONG_WORDS = " ".join(f"word{i}" for i in range(400))  # well past 256 tokens
 TEXTS = [
@@ -87,36 +87,47 @@ def _routed(monkeypatch: pytest.MonkeyPatch, emb: MiniLMEmbedder) -> list[str]:
     return calls
 
 
-def test_embedder_routes_small_batches_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embeddings, "_MINILM_MODEL", None)  # as in a fresh process: torch not loaded
+def test_default_embedder_never_uses_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     emb = MiniLMEmbedder()
+    calls = _routed(monkeypatch, emb)
+    emb.embed_batch(["q"])
+    embeddings.embedding_path(emb, 50_000)(["s"] * 3)
+    assert calls == ["numpy", "numpy"]
+
+
+def test_torch_embedder_routes_by_count_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embeddings, "_MINILM_MODEL", None)  # as in a fresh process: torch not loaded
+    monkeypatch.setattr(embeddings, "_CACHE", {})
+    emb = embeddings.get_embedder("minilm-torch")
+    assert isinstance(emb, MiniLMEmbedder)
     assert (emb.id, emb.dimension) == (MINILM_ID, MINILM_DIM)  # one model id whichever path runs
     calls = _routed(monkeypatch, emb)
     emb.embed_batch(["q"])
-    emb.embed_batch(["s"] * NUMPY_MAX_BATCH)
-    emb.embed_batch(["s"] * (NUMPY_MAX_BATCH + 1))
-    assert calls == ["numpy", "numpy", "torch"]
-    assert emb.embed_batch([]).shape == (0, MINILM_DIM) and len(calls) == 3
+    emb.embed_batch(["s"] * NUMPY_MAX_FOR_TORCH)
+    emb.embed_batch(["s"] * (NUMPY_MAX_FOR_TORCH + 1))
+    emb.embed_batch(["s"] * 7)  # torch being loaded now changes nothing: the path depends on the count
+    assert calls == ["numpy", "numpy", "torch", "numpy"]
+    assert emb.embed_batch([]).shape == (0, MINILM_DIM)
 
 
-def test_bulk_batches_go_to_torch_by_size_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embeddings, "_MINILM_MODEL", None)
-    emb = MiniLMEmbedder()
+def test_an_ingest_takes_one_path_for_all_its_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    emb = MiniLMEmbedder(numpy_bulk_max=10)
     calls = _routed(monkeypatch, emb)
-    for n in (1, 2, 3, 7, 7, 40):
-        embeddings.embed_bulk(emb, ["snapshot"] * n)
-    emb.embed_batch(["s"] * 7)  # outside a bulk stage a session-sized batch stays on numpy
-    assert calls == ["numpy", "numpy", "torch", "torch", "torch", "torch", "numpy"]
+    for total in (10, 11):
+        embed = embeddings.embedding_path(emb, total)
+        for _ in range(3):
+            embed(["chunk"] * 4)  # small chunks of a big total stay on the big total's path
+    assert calls == ["numpy"] * 3 + ["torch"] * 3
 
 
-def test_embed_bulk_falls_back_to_embed_batch() -> None:
+def test_embedding_path_falls_back_to_embed_batch() -> None:
     class Plain:
         id, dimension = "plain", 2
 
         def embed_batch(self, texts: list[str]) -> np.ndarray:
             return np.ones((len(texts), 2), np.float32)
 
-    assert embeddings.embed_bulk(Plain(), ["a", "b", "c"]).shape == (3, 2)
+    assert embeddings.embedding_path(Plain(), 5000)(["a", "b", "c"]).shape == (3, 2)
 
 
 def test_chunks_keep_padding_small() -> None:

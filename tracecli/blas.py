@@ -15,7 +15,14 @@ _CONTROLLER: Any = None  # None: not looked up yet; False: threadpoolctl is miss
 
 def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
     """A context in which BLAS runs on one thread (a no-op without threadpoolctl)."""
+    return blas_threads(1)
+
+
+def blas_threads(limit: int | None) -> contextlib.AbstractContextManager[Any]:
+    """A context in which BLAS runs on at most `limit` threads (None: its defaults; a no-op without threadpoolctl)."""
     global _CONTROLLER
+    if limit is None:
+        return contextlib.nullcontext()
     if _CONTROLLER is None:
         try:
             from threadpoolctl import ThreadpoolController
@@ -23,4 +30,4 @@ def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
             _CONTROLLER = False
         else:
             _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas") if _CONTROLLER else contextlib.nullcontext()
+    return _CONTROLLER.limit(limits=limit, user_api="blas") if _CONTROLLER else contextlib.nullcontext()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -22,17 +22,22 @@ from tracecli.commands.common import (
     JsonOpt,
     NamespaceOpt,
     TraceGroup,
-    chat_model,
     for_stage,
     guarded,
+    memory,
     progress,
+    reading_memory,
 )
+from tracecli.commands.wiki import compile_table
 from tracecli.errors import BadInput
+
+if TYPE_CHECKING:
+    from tracecli.api import Memory
 
 app = typer.Typer(
     cls=TraceGroup,
     help="State-aware memory over long conversations, in one SQLite file.\n\n"
-    "Typical run: tracecli ingest chat.json → build-graph → compile-wiki → "
+    "Typical run: tracecli update chat.json (ingest → build-graph → compile-wiki) → "
     'ask "where is Alice going now?" → trace ANSWER_ID.',
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -81,32 +86,55 @@ def ingest_cmd(
     conversation appends only those. Every file is validated before anything is
     written, and each file is written in one transaction.
     """
-    from tracecli.ingest import ingest_parsed, parse_inputs
+    from tracecli.ingest import parse_inputs
     from tracecli.ingest.pipeline import check_parsed
-    from tracecli.providers.embeddings import get_embedder
-    from tracecli.store import open_store
 
     parsed = parse_inputs(files, fmt, conversation_id=conversation, namespace=namespace, gap_hours=gap_hours)
     check_parsed(None, parsed)  # clashes between the files refused before the database is opened (or made)
-    store = open_store(db)
-    try:
-        check_parsed(store, parsed)
-    except BaseException:
-        store.close()
-        raise
-    embedder = get_embedder()
-    results = []
-    try:
-        with progress(not as_json) as update:
-            for path, convs in parsed:
-                results.append(ingest_parsed(store, path, convs, embedder,
-                                             progress=for_stage(update, f"ingest {path.name}: embedding")))
-    finally:
-        store.close()
+    with memory(db, namespace, create=True) as mem, progress(not as_json) as update:
+        results = mem.ingest_parsed(parsed, progress=lambda path: for_stage(update, f"ingest {path.name}: embedding"))
     if as_json:
         render.emit_json({"files": results})
     else:
         render.ingest_results(results)
+
+
+@command("update")
+def update_cmd(
+    files: Annotated[list[Path] | None, typer.Argument(help="Chat files to ingest first (any format `ingest` reads); none: only build and compile what is new.", show_default=False)] = None,
+    fmt: Annotated[str, typer.Option("--format", help="auto|native|locomo|longmemeval|chatgpt|jsonl")] = "auto",
+    conversation: Annotated[str | None, typer.Option("--conversation", help="Conversation id to store one file under; only this conversation is built and compiled.")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", envvar="TRACECLI_NAMESPACE", help="Namespace to store the files in and to update (default: the files' own, else 'default'; env TRACECLI_NAMESPACE).")] = None,
+    gap_hours: Annotated[float, typer.Option("--gap-hours", help="Flat message lists: start a new session after this many hours of silence.")] = 4.0,
+    extractor: Annotated[str, typer.Option("--extractor", help="auto (LLM when configured, else rules) | rules | llm")] = "auto",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached LLM replies.")] = False,
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ingest FILEs (if any), then build the graph and compile the wiki for everything new, in one process.
+
+    The same as `ingest`, `build-graph` and `compile-wiki` in turn, but the models
+    load once and there is one progress display (stderr). The namespaces updated
+    are those the files were stored in (no files: --namespace, else 'default').
+    --json prints one receipt: {"ingest": {"files": [...]}, "build_graph": [...],
+    "compile_wiki": [...], "seconds": {...}}.
+    """
+    from tracecli.ingest import parse_inputs
+    from tracecli.ingest.pipeline import check_parsed
+
+    parsed = parse_inputs(files or [], fmt, conversation_id=conversation, namespace=namespace, gap_hours=gap_hours)
+    check_parsed(None, parsed)  # clashes between the files refused before the database is opened (or made)
+    with memory(db, namespace, create=bool(parsed), use_llm_cache=not no_cache) as mem, \
+            progress(not as_json) as update:
+        done = mem.run_update(parsed, conversation=conversation, extractor=extractor, progress=update)
+    if as_json:
+        render.emit_json(done.as_json())
+        return
+    if parsed:
+        render.ingest_results(done.ingest)
+    render.build_results(done.build_graph)
+    compile_table(done.compile_wiki)
+    render.show(render.plain("update: " + ", ".join(f"{k.replace('_', '-')} {v:.1f}s" for k, v in done.seconds.items())))
 
 
 @command("build-graph")
@@ -124,17 +152,9 @@ def build_graph_cmd(
     Incremental: only sessions not yet in the graph are processed, and they link
     into the existing graph. Superseded events get validity 0 and a valid_until.
     """
-    from tracecli.graph.build import build_graph
-    from tracecli.store import open_store
-
-    store = open_store(db, create=False)
-    try:
-        llm = chat_model(store, no_cache)
-        with progress(not as_json) as update:
-            results = build_graph(store, conversation, extractor=extractor, rebuild=rebuild, llm=llm,
-                                  progress=for_stage(update, "build-graph: sessions"), namespace=namespace)
-    finally:
-        store.close()
+    with memory(db, namespace, use_llm_cache=not no_cache) as mem, progress(not as_json) as update:
+        results = mem.build_graph(conversation=conversation, extractor=extractor, rebuild=rebuild,
+                                  progress=for_stage(update, "build-graph: sessions"))
     if as_json:
         render.emit_json({"conversations": results})
     else:
@@ -148,6 +168,7 @@ def ask_cmd(
     as_of: Annotated[str | None, typer.Option("--as-of", help="Answer from the state valid at this date (e.g. 2024-03-01).")] = None,
     budget: Annotated[int | None, typer.Option("--budget", help="Context budget in tokens (whitespace words).")] = None,
     batch: Annotated[Path | None, typer.Option("--batch", help="JSONL file: one {question, conversation?, as_of?} per line; prints one answer per line.")] = None,
+    bring_up_to_date: Annotated[bool, typer.Option("--update", help="First build the graph and compile the wiki for messages they have not seen (as `tracecli update`).")] = False,
     namespace: NamespaceOpt = DEFAULT_NAMESPACE,
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
@@ -162,27 +183,31 @@ def ask_cmd(
     Superseded facts appear only marked [OUTDATED] and never answer a question
     about now. Only the namespace's conversations are searched (default
     'default'); a --conversation of another namespace is an error. Exit 1 when
-    there is not enough evidence to answer.
+    there is not enough evidence to answer. When some messages are not in the
+    graph or wiki yet, one warning line says so (--update takes them in first).
     """
     from tracecli.query.batch import read_batch
-    from tracecli.query.ask import Asker
     from tracecli.query.settings import AskSettings, check_ablations
-    from tracecli.store import open_store
 
     if (question is None) == (batch is None):
         raise BadInput("give a QUESTION or --batch FILE (not both)")
     items = read_batch(batch) if batch is not None else None
     # ask reads (it never creates or upgrades a file); storing its answer is a record, not its purpose
-    with open_store(db, create=False, upgrade=False) as store:
-        asker = Asker(store, llm=chat_model(store), settings=AskSettings(ablate=frozenset(check_ablations(ablate))))
+    settings = AskSettings(ablate=frozenset(check_ablations(ablate)))
+    with memory(db, namespace, upgrade=bring_up_to_date, ask_settings=settings) as mem:
+        if bring_up_to_date:
+            with progress(not as_json and items is None) as update:
+                mem.run_update(conversation=conversation, progress=update)
         if items is not None:
             for item in items:
-                res = asker.ask(item.question, conversation_id=item.conversation or conversation,
-                                as_of=item.as_of or as_of, budget=budget, namespace=namespace)
+                res = mem.answer(item.question, conversation=item.conversation or conversation,
+                                 as_of=item.as_of or as_of, budget=budget)
                 render.emit_json_line(res)
                 render.warnings(res.warnings)
+            _warn_pending(mem, conversation)
             return
-        result = asker.ask(question or "", conversation_id=conversation, as_of=as_of, budget=budget, namespace=namespace)
+        result = mem.answer(question or "", conversation=conversation, as_of=as_of, budget=budget)
+        _warn_pending(mem, conversation)
     if as_json:
         render.emit_json(result)
     else:
@@ -191,6 +216,13 @@ def ask_cmd(
         render.warnings(result.warnings)
     if result.abstained:
         raise typer.Exit(1)
+
+
+def _warn_pending(mem: Memory, conversation: str | None) -> None:
+    """One stderr line when the graph or the wiki has not seen some of the messages asked about."""
+    waiting = mem.pending(conversation=conversation)
+    if waiting.any:
+        render.warning_line(waiting.warning())
 
 
 @command("trace")
@@ -208,11 +240,8 @@ def trace_cmd(
     (--json lists every message with "evidence": true or false). Only answers
     asked in the same namespace are found.
     """
-    from tracecli.query.trace import trace_answer
-    from tracecli.store import read_store
-
-    with read_store(db) as store:
-        result = trace_answer(store, answer_id, namespace=namespace)
+    with reading_memory(db, namespace) as mem:
+        result = mem.trace_result(answer_id)
     if as_json:
         render.emit_json(result)
     else:
@@ -222,11 +251,8 @@ def trace_cmd(
 @command("stats")
 def stats_cmd(db: DbOpt = DEFAULT_DB, as_json: JsonOpt = False) -> None:
     """Counts per table and per conversation, the embedding model, the schema version, LLM cost per stage."""
-    from tracecli.stats import collect_stats
-    from tracecli.store import read_store
-
-    with read_store(db) as store:
-        st = collect_stats(store)
+    with reading_memory(db) as mem:
+        st = mem.file_stats()
     if as_json:
         render.emit_json(st)
     else:

@@ -24,6 +24,7 @@ from tracecli import render
 from tracecli.errors import TraceError
 
 if TYPE_CHECKING:
+    from tracecli.api import Memory
     from tracecli.providers.llm import ChatModel
     from tracecli.store.db import Store
 
@@ -176,6 +177,28 @@ def chat_model(store: Store, no_cache: bool = False) -> ChatModel:
 
     settings = LLMSettings.from_env(use_cache=not no_cache)
     return get_chat_model(settings, store=store)
+
+
+@contextmanager
+def memory(db: Path, namespace: str | None = DEFAULT_NAMESPACE, *, create: bool = False, upgrade: bool = True,
+           **options: Any) -> Iterator[Memory]:
+    """The `tracecli.Memory` a writing command works through, over the store opened as the command needs it
+    (`create` a missing file: ingest; `upgrade=False`: ask, which only records); closed on the way out."""
+    from tracecli.api import Memory
+    from tracecli.store import open_store
+
+    with open_store(db, create=create, upgrade=upgrade) as store:
+        yield Memory(db, namespace, store=store, **options)
+
+
+@contextmanager
+def reading_memory(db: Path, namespace: str = DEFAULT_NAMESPACE) -> Iterator[Memory]:
+    """The `tracecli.Memory` a reading command works through: never creates or upgrades, one snapshot throughout."""
+    from tracecli.api import Memory
+    from tracecli.store import read_store
+
+    with read_store(db) as store:
+        yield Memory(db, namespace, store=store)
 
 
 class LogProgress:

@@ -1,16 +1,16 @@
 """`tracecli forget KIND TARGET...`: delete messages and everything derived from them, with a receipt.
 
-Thin: parse options, open the store, call `tracecli.forget.forget`, render.
+Thin: parse options, open the store, call `Memory.forget_receipt` (`tracecli.forget.forget`), render.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from tracecli import render
-from tracecli.commands.common import DEFAULT_DB, DEFAULT_NAMESPACE, DbOpt, JsonOpt, NamespaceOpt, chat_model, guarded
+from tracecli.commands.common import DEFAULT_DB, DEFAULT_NAMESPACE, DbOpt, JsonOpt, NamespaceOpt, guarded, memory
 
 KindArg = Annotated[str, typer.Argument(help="What to forget: message | session | conversation | speaker | namespace.", show_default=False)]
 TargetsArg = Annotated[
@@ -47,26 +47,13 @@ def forget_cmd(
 
       tracecli forget namespace alice
     """
-    from tracecli.forget import forget
-    from tracecli.store import open_store
-
-    with open_store(db, create=False) as store:
-        receipt = forget(store, kind, targets, namespace=namespace,
-                         conversation_id=conversation, dry_run=dry_run, vacuum=vacuum, recompile=_recompile)
+    with memory(db, namespace) as mem:
+        receipt = mem.forget_receipt(kind, targets, conversation=conversation, dry_run=dry_run, vacuum=vacuum)
     if as_json:
         render.emit_json(receipt)
     else:
         render.forget_receipt(receipt)
     render.warnings(receipt.warnings)
-
-
-def _recompile(store: Any, conversation_ids: list[str]) -> None:
-    """compile-wiki, with the configured models, for the conversations whose wiki forget erased."""
-    from tracecli.wiki import compile_wiki
-
-    llm = chat_model(store)
-    for cid in conversation_ids:
-        compile_wiki(store, cid, llm=llm)
 
 
 def register(app: typer.Typer) -> None:

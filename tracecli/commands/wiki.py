@@ -19,19 +19,14 @@ from tracecli.commands.common import (
     DbOpt,
     JsonOpt,
     NamespaceOpt,
-    chat_model,
     for_stage,
+    memory,
     progress,
+    reading_memory,
 )
 from tracecli.commands.common import guarded as _guarded
 
 ConvOpt = Annotated[str | None, typer.Option("--conversation", help="Only this conversation (default: all of the namespace).")]
-
-
-def _open(db: Path) -> Any:
-    from tracecli.store import open_store
-
-    return open_store(db, create=False)
 
 
 def _read(db: Path) -> Any:
@@ -57,19 +52,16 @@ def compile_wiki_cmd(
     endpoint configured, claims, trajectory decisions and pages are
     model-written and validated, else deterministic.
     """
-    from tracecli.wiki import compile_wiki
-
-    store = _open(db)
-    try:
-        llm = chat_model(store, no_cache)
-        with progress(not as_json) as update:
-            results = compile_wiki(store, conversation, llm=llm, progress=for_stage(update, "compile-wiki: sessions"),
-                                   namespace=namespace)
-    finally:
-        store.close()
+    with memory(db, namespace, use_llm_cache=not no_cache) as mem, progress(not as_json) as update:
+        results = mem.compile_wiki(conversation=conversation, progress=for_stage(update, "compile-wiki: sessions"))
     if as_json:
         render.emit_json({"conversations": results})
         return
+    compile_table(results)
+
+
+def compile_table(results: list[Any]) -> None:
+    """compile-wiki's results as a table on stderr, and which conversations wait for build-graph."""
     rows = [
         [r.conversation_id, r.mode, f"{r.sessions_compiled}/{r.sessions_total}", f"{r.snapshots_new} / {r.snapshots_total}",
          f"{r.claims_new} / {r.claims_total}", ", ".join(f"{k} {v}" for k, v in r.claims_by_status.items()),
@@ -117,10 +109,8 @@ def wiki_list_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """List wiki pages: slug, type, title and how many trajectories each links."""
-    from tracecli.wiki import list_pages
-
-    with _read(db) as store:
-        pages = list_pages(store, conversation, page_type, namespace=namespace)
+    with reading_memory(db, namespace) as mem:
+        pages = mem.pages(conversation=conversation, page_type=page_type)
     if as_json:
         render.emit_json({"pages": [_page_json(p) for p in pages]})
         return
@@ -143,10 +133,8 @@ def wiki_show_cmd(
     from rich.console import Console
     from rich.markdown import Markdown
 
-    from tracecli.wiki import get_page
-
-    with _read(db) as store:
-        page = get_page(store, slug, conversation, namespace=namespace)
+    with reading_memory(db, namespace) as mem:
+        page = mem.page(slug, conversation=conversation)
     if as_json:
         render.emit_json(_page_json(page, markdown=True))
         return
@@ -197,10 +185,8 @@ def claims_history_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Show the history of the facts matching QUERY: every op in order, with dates and source quotes."""
-    from tracecli.wiki import claim_history
-
-    with _read(db) as store:
-        chains = claim_history(store, query, conversation, namespace=namespace)
+    with reading_memory(db, namespace) as mem:
+        chains = mem.claim_chains(query, conversation=conversation)
     if as_json:
         render.emit_json({"chains": chains})
         return

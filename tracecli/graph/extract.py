@@ -258,11 +258,11 @@ class RuleExtractor:
     name = "rules"
 
     def __init__(self, participants: Sequence[str]) -> None:
-        from tracecli.graph.nlp import DocCache
+        from tracecli.graph.nlp import shared_docs
 
         self.participants = list(participants)
         self._prev_message: MessageIn | None = None  # the message before the one being read (for replies)
-        self.docs = DocCache()  # one conversation's sentences, each distinct text parsed once
+        self.docs = shared_docs()  # each distinct sentence parsed once per process (compile-wiki reuses them)
 
     def _other(self, speaker: str) -> str | None:
         others = [p for p in self.participants if p != speaker]

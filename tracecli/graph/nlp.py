@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -33,7 +34,7 @@ def get_nlp() -> Any:
     """The English pipeline; raises ProviderError when neither package is installed."""
     global _NLP
     if _NLP is None:
-        import spacy
+        spacy = _import_spacy()
 
         from tracecli.errors import ProviderError
 
@@ -54,6 +55,26 @@ def get_nlp() -> Any:
         install_fast_attribute_ruler(nlp)
         _NLP = nlp
     return _NLP
+
+
+def _import_spacy() -> Any:
+    """spaCy, imported without torch when torch is not loaded yet.
+
+    thinc imports torch (seconds of start-up, most of spaCy's import time) only to learn whether it could
+    hand work to it; the English pipeline never does. While spaCy is imported, `import torch` fails,
+    so thinc notes that torch is absent; afterwards torch imports as usual (a big ingest still uses it).
+    The pipeline's annotations are the same either way.
+    """
+    if "torch" in sys.modules or "thinc" in sys.modules:
+        import spacy
+
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]  # an `import torch` now raises ImportError
+    try:
+        import spacy
+    finally:
+        del sys.modules["torch"]
+    return spacy
 
 
 def _numpy_matmul() -> bool:
@@ -267,3 +288,15 @@ class DocCache:
         while len(self._docs) > self.maxsize:
             self._docs.popitem(last=False)
         return out
+
+
+_SHARED_DOCS: DocCache | None = None
+
+
+def shared_docs() -> DocCache:
+    """The process's one DocCache: build-graph parses each sentence, and compile-wiki, run after it in the same
+    process (`tracecli update`), finds the event quotes it reads already parsed instead of parsing them again."""
+    global _SHARED_DOCS
+    if _SHARED_DOCS is None:
+        _SHARED_DOCS = DocCache()
+    return _SHARED_DOCS

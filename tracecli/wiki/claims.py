@@ -590,18 +590,16 @@ def photo_drafts(msg: MessageRow) -> list[ClaimDraft]:
     return out
 
 
-_DOCS: Any = None  # the process's DocCache of event quotes: a quote said again is parsed once per process
-
-
 def _sentence_parses(texts: Sequence[str]) -> dict[str, Any]:
-    """Full spaCy parses of the texts, by text (shared Docs: read them, never change them)."""
-    global _DOCS
-    if _DOCS is None:
-        from tracecli.graph.nlp import DocCache
+    """Full spaCy parses of the texts, by text (shared Docs: read them, never change them).
 
-        _DOCS = DocCache()
+    From the process's DocCache, which build-graph fills: after it in one process (`tracecli update`) an
+    event quote is the sentence build-graph parsed, and is not parsed again.
+    """
+    from tracecli.graph.nlp import shared_docs
+
     uniq = list(dict.fromkeys(t for t in texts if t))
-    return dict(zip(uniq, _DOCS.parse(uniq))) if uniq else {}
+    return dict(zip(uniq, shared_docs().parse(uniq))) if uniq else {}
 
 
 def _usable_events(events: Sequence[EventRow]) -> list[EventRow]:

@@ -25,7 +25,6 @@ import numpy as np
 
 from tracecli.errors import BadInput, ModelMismatch
 from tracecli.graph.build import conversation_ids
-from tracecli.providers.embeddings import embed_bulk
 from tracecli.scope import llm_scope, scope_of
 from tracecli.store.db import Store, dumps, utc_now
 from tracecli.wiki.claims import (
@@ -223,7 +222,7 @@ def _compile_one(store: Store, cid: str, emb: Embedder, llm: ChatModel | None, s
             if llm is not None:
                 extractions = extract_with_llm(llm, exchanges, events, participants, extractions, STAGE)
             texts = [" ".join(d.text for d in x.drafts) for x in extractions if x.drafts]
-            vectors = iter(embed_bulk(emb, texts) if texts else [])
+            vectors = iter(emb.embed_batch(texts) if texts else [])
             for ex, extraction in zip(exchanges, extractions):
                 vec = next(vectors) if extraction.drafts else None
                 created = _snapshot(store, cid, sid, snap_idx, ex, extraction, vec, events, edges, trajectories, by_id,
