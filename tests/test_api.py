@@ -181,6 +181,7 @@ FACADE_CALLS = [
     (["forget", "message", REVISION_REF, "--dry-run"], "forget_receipt"),
     (["wiki", "show", "index"], "page"),
     (["wiki", "list"], "pages"),
+    (["wiki", "export", "{chat}.vault"], "export_wiki"),
     (["claims", "history", NEW], "claim_chains"),
     (["stats"], "file_stats"),
 ]

@@ -325,6 +325,14 @@ class Memory:
 
         return list_pages(self.store, conversation, page_type, namespace=self._ns(namespace))
 
+    def export_wiki(self, directory: str | Path, *, conversation: str | None = None,
+                    namespace: str | None = None) -> list[tuple[str, str, Path]]:
+        """Write the wiki as an Obsidian vault under `directory` (what `tracecli wiki export` does):
+        (conversation, page slug or 'claims/<id>', path) for every file written."""
+        from tracecli.wiki import export_pages
+
+        return export_pages(self.store, directory, conversation, namespace=self._ns(namespace))
+
     def claims_history(self, query: str, *, conversation: str | None = None, namespace: str | None = None) -> JSON:
         """The ADD → REVISE → DEPRECATE history of the claims matching `query`; what `claims history --json` prints."""
         return {"chains": to_jsonable(self.claim_chains(query, conversation=conversation, namespace=namespace))}

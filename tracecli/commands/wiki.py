@@ -29,12 +29,6 @@ from tracecli.commands.common import guarded as _guarded
 ConvOpt = Annotated[str | None, typer.Option("--conversation", help="Only this conversation (default: all of the namespace).")]
 
 
-def _read(db: Path) -> Any:
-    from tracecli.store import read_store
-
-    return read_store(db)
-
-
 # -- compile-wiki ------------------------------------------------------------------------------
 
 
@@ -153,10 +147,8 @@ def wiki_export_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Export the wiki as an Obsidian vault: a note per page and per claim, with YAML front matter and [[links]]."""
-    from tracecli.wiki import export_pages
-
-    with _read(db) as store:
-        written = export_pages(store, directory, conversation, namespace=namespace)
+    with reading_memory(db, namespace) as mem:
+        written = mem.export_wiki(directory, conversation=conversation)
     if as_json:
         render.emit_json({"directory": str(directory), "files": [
             {"conversation_id": c, "kind": "claim" if s.startswith("claims/") else "page", "slug": s, "path": str(p)}
