@@ -21,7 +21,8 @@ from tracecli.graph.build import build_graph
 from tracecli.ingest import ingest_parsed, parse_file
 from tracecli.query.ask import Asker
 from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mark_winner
-from tracecli.query.paths import EventNode, Graph
+from tracecli.query.paths import EventNode, Graph, Step
+from tracecli.query.paths import Path as TracePath
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import shape_of
 from tracecli.store import open_store
@@ -191,6 +192,17 @@ def test_choosing_by_evidence_replaces_a_weaker_sentence_answer(db: Path, embedd
             assert won.status == "valid"
             if not on:
                 assert won.source in ("chain", "frame", "sentence")
+
+
+def test_the_answer_steps_own_pick_is_always_listed() -> None:
+    events = [_ev(f"e{i}", i, f"sentence {i}") for i in range(1, 10)]
+    fit = {e.id: 0.9 - 0.05 * i for i, e in enumerate(events)}  # e9, the answer's event, scores lowest
+    graph = Graph({e.id: e for e in events}, defaultdict(list), defaultdict(list), {}, {})
+    ranked = [(e, fit[e.id]) for e in events[3:6]]  # sentences e4–e6
+    paths = [TracePath([Step(f"e{i}")], []) for i in (7, 8, 2)]  # path end-points e7, e8 (e2 again)
+    cands = gather(graph, "sentence", "e9", ranked, paths, ["e1", "e2", "e3"], {}, AskSettings(), None,
+                   lambda evs: [fit[e.id] for e in evs])
+    assert len(cands) == 8 and "e9" in {c.event_id for c in cands}  # nine proposed, the lowest kept
 
 
 def test_typed_answers_outrank_every_sentence_level_candidate() -> None:

@@ -86,7 +86,9 @@ def gather(graph: Graph, answer_source: str, answer_event: str | None, ranked: S
         score = 0.5 * s + 0.5 * float(fit) + PRIORS.get(source, 0.0)
         out.append(Candidate(source, ev.id, ev.quote, round(score, 4), _status(ev, as_of)))
     out.sort(key=lambda c: (c.status != "valid", -c.score, c.event_id))
-    return out[:MAX_CANDIDATES]
+    kept = out[:MAX_CANDIDATES]
+    own = next((c for c in out[MAX_CANDIDATES:] if c.event_id == answer_event), None)
+    return kept[:-1] + [own] if own is not None else kept  # the answer step's own pick is always listed
 
 
 def best_valid(candidates: Sequence[Candidate]) -> Candidate | None:
