@@ -196,7 +196,8 @@ def test_choosing_by_evidence_replaces_a_weaker_sentence_answer(db: Path, embedd
 
 def test_the_answer_steps_own_pick_is_always_listed() -> None:
     events = [_ev(f"e{i}", i, f"sentence {i}") for i in range(1, 10)]
-    fit = {e.id: 0.9 - 0.05 * i for i, e in enumerate(events)}  # e9, the answer's event, scores lowest
+    fit = {e.id: 0.9 - 0.05 * i for i, e in enumerate(events)}
+    fit["e9"] = -0.5  # the answer's own event matches worst of all nine
     graph = Graph({e.id: e for e in events}, defaultdict(list), defaultdict(list), {}, {})
     ranked = [(e, fit[e.id]) for e in events[3:6]]  # sentences e4–e6
     paths = [TracePath([Step(f"e{i}")], []) for i in (7, 8, 2)]  # path end-points e7, e8 (e2 again)
