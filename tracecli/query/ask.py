@@ -96,6 +96,9 @@ class _WikiIndex:
     page_trajectories: dict[str, list[str]]
     entity_pages: dict[str, list[str]]
     message_note: dict[str, int]
+    #: message id → (text, status, content words) of the claims that cite it alone (a claim citing several messages
+    #: is not a restatement of one of them), for the note a claim may stand in for
+    by_message: dict[str, list[tuple[str, str, frozenset[str]]]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, store: Store, conversation_ids: Sequence[str]) -> _WikiIndex:
@@ -113,7 +116,11 @@ class _WikiIndex:
                 people.setdefault(title.split(":")[0].strip(), []).append(pid)
         notes = {m: int(r) for r, m in store.execute(
             f"SELECT rowid, message_id FROM notes WHERE conversation_id IN ({marks})", list(conversation_ids))}
-        return cls(claims, by_traj, page_trajectories(store, conversation_ids), people, notes)
+        by_message: dict[str, list[tuple[str, str, frozenset[str]]]] = {}
+        for c in claims.values():
+            if len(c.message_ids) == 1:
+                by_message.setdefault(c.message_ids[0], []).append((c.text, c.status, frozenset(content_words(c.text))))
+        return cls(claims, by_traj, page_trajectories(store, conversation_ids), people, notes, by_message)
 
 
 @dataclass
@@ -131,7 +138,6 @@ class _Scope:
     vectors: EventVectors | None = None
     outdated: dict[tuple[str | None, bool], set[int]] = field(default_factory=dict)  # note rowids shown [OUTDATED], per (as-of, flat)
     quote_words: dict[str, frozenset[str]] = field(default_factory=dict)  # event id → content words of its quote
-    claims: dict[str, list[tuple[str, str, frozenset[str]]]] | None = None  # message id → its claims' (text, status, content words), read on first use
     flat: Graph | None = None  # the graph without edges or validity (`--ablate graph`), made on first use
     wiki: _WikiIndex | None = None  # the claims, pages and trajectories `ask` routes through, read on first use
 
@@ -539,15 +545,19 @@ class Asker:
         return [round(0.6 * sim + 0.4 * score, 6) for (_, score), sim in zip(scored, sims)]
 
     # -- context (Eq. 21, 22) ------------------------------------------------------------
+    def _wiki(self, scope: _Scope) -> _WikiIndex:
+        """The scope's wiki index, read on first use (claims, pages and trajectories are read once per scope)."""
+        if scope.wiki is None:
+            scope.wiki = _WikiIndex.load(self.store, scope.conversation_ids)
+        return scope.wiki
+
     def _routed_claims(self, scope: _Scope, shape: QueryShape, question: str, qvec: np.ndarray, as_of: str | None,
                        note_cos: dict[int, float]) -> list[tuple[ClaimRow, float]]:
         """TrajWiki's query routing: the pages for the question (dense + FTS fused, `route_pages`, plus the entity
         pages of the people it names), expanded into the claims of their trajectories that hold at the asked time
         (now, or as of the date), each scored by the question's cosine to the message it rests on, best first.
         When the question names people, only their claims are taken (a page's trajectory may hold others')."""
-        if scope.wiki is None:
-            scope.wiki = _WikiIndex.load(self.store, scope.conversation_ids)
-        wiki = scope.wiki
+        wiki = self._wiki(scope)
         if not wiki.claims:
             return []
         pages = [pid for cid in scope.conversation_ids
@@ -588,8 +598,7 @@ class Asker:
         b_note = int(budget * s.note_share)
         b_path = budget - b_note
         qwords = set(content_words(question))
-        if scope.claims is None and not no_claims:
-            scope.claims = _load_claims(self.store, scope.conversation_ids)
+        claims = None if no_claims else self._wiki(scope).by_message
         key = (as_of, graph is scope.flat)
         outdated_notes = scope.outdated.get(key)
         if outdated_notes is None:
@@ -642,7 +651,7 @@ class Asker:
                     path = None
             if path is None:
                 item = ContextItem("note", note_text, [ref], round(hit.score, 6))
-                claim = None if no_claims else _claim_text(scope, hit, qwords, as_of)
+                claim = None if claims is None else _claim_text(claims, hit, qwords, as_of)
                 if claim is not None and count_tokens(claim) <= count_tokens(note_text):
                     item = ContextItem("claim", claim, [ref], round(hit.score, 6))
             cost = count_tokens(item.text)
@@ -714,36 +723,20 @@ def _may_replace(shape: QueryShape, question: str, own: EventNode, other: EventN
     return True
 
 
-def _claim_text(scope: _Scope, hit: NoteHit, qwords: set[str], as_of: str | None) -> str | None:
+def _claim_text(claims: dict[str, list[tuple[str, str, frozenset[str]]]], hit: NoteHit, qwords: set[str],
+                as_of: str | None) -> str | None:
     """The message's claims (TrajWiki's compact, source-grounded restatements) as one dated line, or None.
 
     At most two claims, those sharing most words with the question; a claim the wiki deprecated is marked
     [OUTDATED] when the question asks about now. (As of a date, the claim's status at that date is not
     kept, so no marker is shown — the note's own marker logic does not apply to it.)"""
-    if scope.claims is None:
-        return None
-    rows = scope.claims.get(hit.message_id)
+    rows = claims.get(hit.message_id)
     if not rows:
         return None
     ranked = sorted(rows, key=lambda r: -len(qwords & r[2]))[:2]
     texts = [("[OUTDATED] " if status == "deprecated" and as_of is None else "") + text for text, status, _ in ranked]
     when = f"[{hit.timestamp[:10]}] " if hit.timestamp else ""
     return when + " ".join(texts)
-
-
-def _load_claims(store: Store, conversation_ids: Sequence[str]) -> dict[str, list[tuple[str, str, frozenset[str]]]]:
-    """Message id → (claim text, status, its content words) of the claims that cite it alone (a claim citing several
-    messages is not a restatement of one of them). The words are read once per scope, not once per question."""
-    out: dict[str, list[tuple[str, str, frozenset[str]]]] = {}
-    if not store.has_table("claims"):
-        return out
-    for text, status, mids in store.execute(
-            f"SELECT text, status, source_message_ids FROM claims WHERE conversation_id IN ({placeholders(conversation_ids)}) "
-            f"ORDER BY conversation_id, idx", list(conversation_ids)):
-        ids = json.loads(mids)
-        if len(ids) == 1:
-            out.setdefault(ids[0], []).append((text, status, frozenset(content_words(text))))
-    return out
 
 
 def _one_per_sentence(ranked: Sequence[tuple[EventNode, float]], limit: int) -> list[str]:
