@@ -101,6 +101,12 @@ def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
                      {"LEFT_ID": "from", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}},
                      {"LEFT_ID": "old", "REL_OP": ">", "RIGHT_ID": "to", "RIGHT_ATTRS": {"LOWER": {"IN": ["to", "into"]}, "DEP": "prep"}},
                      {"LEFT_ID": "to", "REL_OP": ">", "RIGHT_ID": "new", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+            # the to-phrase hung on the from-phrase itself
+            _pattern(verb,
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "from", "RIGHT_ATTRS": {"LOWER": "from", "DEP": "prep"}},
+                     {"LEFT_ID": "from", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}},
+                     {"LEFT_ID": "from", "REL_OP": ">", "RIGHT_ID": "to", "RIGHT_ATTRS": {"LOWER": {"IN": ["to", "into"]}, "DEP": "prep"}},
+                     {"LEFT_ID": "to", "REL_OP": ">", "RIGHT_ID": "new", "RIGHT_ATTRS": {"DEP": "pobj"}}),
         ],
         # "we're having Y instead of X"
         "instead_of": [

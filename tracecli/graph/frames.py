@@ -131,6 +131,27 @@ def _span_tokens(head: Any, keep_det: bool = False) -> list[Any]:
         if run[-1].i == head.i:
             break
         run = run[:-1]
+    return _whole_words(run)
+
+
+def _whole_words(run: list[Any]) -> list[Any]:
+    """`run` grown over hyphens that glue it to its neighbours ("e-scooter", "part-time", "co-op"): the parser
+    may split a hyphenated word into sibling tokens, but a value is never part of a written word."""
+    if not run:
+        return run
+    doc, sent = run[0].doc, run[0].sent
+
+    def glued(a: Any, b: Any) -> bool:
+        return a.whitespace_ == "" and "-" in (a.text, b.text) and not (a.is_space or b.is_space)
+
+    while run[0].i > sent.start and glued(doc[run[0].i - 1], run[0]):
+        run = [doc[run[0].i - 1], *run]
+    while run[-1].i + 1 < sent.end and glued(run[-1], doc[run[-1].i + 1]):
+        run = [*run, doc[run[-1].i + 1]]
+    while run and run[0].text == "-":
+        run = run[1:]
+    while run and run[-1].text == "-":
+        run = run[:-1]
     return run
 
 
@@ -344,6 +365,7 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
             if subject is not None:  # "my sister lives in Leeds": the sister's fact, keyed by who she is
                 continue
         if subject is None:
+            frames.extend(_placed_object_frames(tok, speaker, other, participants))
             continue
         if lemma in _CARRIER_VERBS and any(c.dep_ == "xcomp" and c.pos_ == "VERB" for c in tok.children):
             continue  # "I had to quit the marathon": the frame is 'quit', read at the inner verb
@@ -357,6 +379,13 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
                 pobj = next((g for g in c.children if g.dep_ == "pobj"), None)
                 if pobj is not None:
                     args.append((f"{key} {c.lower_}", pobj))
+                if c.lower_ == "from":
+                    # "moved it from X to Y": the parser often hangs the to-phrase on the from-phrase
+                    for inner in [*c.children, *(pobj.children if pobj is not None else [])]:
+                        if inner.dep_ == "prep" and inner.lower_ in ("to", "into"):
+                            target = next((g for g in inner.children if g.dep_ == "pobj"), None)
+                            if target is not None:
+                                args.append((f"{key} {inner.lower_}", target))
             elif c.dep_ in ("prep", "prt", "advmod") and c.lower_ in ("out", "up", "away", "off", "back", "over"):
                 # "moved out of the flat", "signed up for the race": a particle read as a preposition
                 inner = next((g for g in c.children if g.dep_ == "prep" and g.lower_ in VALUE_PREPS), None)
@@ -369,7 +398,45 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
             f = _frame(subject, k, head, sent, verb=tok, copular=False)
             if f is not None:
                 frames.append(f)
-    return frames
+    if not frames:
+        frames.extend(_fragment_frames(sent, speaker))
+    seen: set[tuple[str, str, str]] = set()  # one hyphenated word split into sibling objects gives one frame
+    return [f for f in frames if (f.subject, f.key, f.value) not in seen and not seen.add((f.subject, f.key, f.value))]
+
+
+#: prepositions that place the object of a verb in a state ("moved me to the late shift", "put me on sertraline")
+_OBJECT_PLACING_PREPS = ("to", "on", "onto", "in", "into", "as")
+
+
+def _placed_object_frames(verb: Any, speaker: str, other: str | None, participants: Sequence[str]) -> list[Frame]:
+    """Someone else placing a participant in a state: "they moved me to the late shift", "the doctor put me on
+    sertraline" — the object's fact, keyed by the verb and its preposition."""
+    obj = next((c for c in verb.children if c.dep_ == "dobj"), None)
+    person = resolve_person(obj, speaker, other, participants) if obj is not None else None
+    if person is None or _negated(verb):
+        return []
+    out: list[Frame] = []
+    for c in verb.children:
+        if c.dep_ == "prep" and c.lower_ in _OBJECT_PLACING_PREPS:
+            pobj = next((g for g in c.children if g.dep_ == "pobj"), None)
+            f = _frame(person, f"{_verb_key(verb)} {c.lower_}", pobj, verb.sent, verb=verb, copular=False) \
+                if pobj is not None and pobj.ent_type_ not in ("DATE", "TIME") else None
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def _fragment_frames(sent: Any, speaker: str) -> list[Frame]:
+    """A verbless fragment that announces a state ("platform team now", "new job: Monzo"): chat drops the
+    'I'm on' / 'it's', so the noun phrase is the speaker's new value of something, read like "it's X now" — an
+    anaphoric restatement (key `it`) that answers only a question asking for its kind."""
+    if any(t.pos_ in ("VERB", "AUX") for t in sent):
+        return []
+    root = sent.root
+    if root.pos_ not in ("NOUN", "PROPN") or not any(t.lower_ in NOVELTY_WORDS for t in sent):
+        return []
+    f = _frame(speaker, "it", root, sent, verb=None, copular=True)
+    return [f] if f is not None else []
 
 
 def _copular_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, other: str | None,

@@ -130,6 +130,13 @@ def facet_answer(graph: Graph, shape: QueryShape, relevance: Mapping[str, float]
     return None
 
 
+def echoes(question: str, value: str | None) -> bool:
+    """Does the question itself name every word of `value`? Then `value` is what the question is about, not
+    its answer ("What role does Sione hold at the rugby club?" is not answered by "rugby")."""
+    words = set(re.findall(r"\w+", (value or "").lower()))
+    return bool(words) and words <= set(re.findall(r"\w+", question.lower()))
+
+
 def _known_later(graph: Graph, shape: QueryShape, as_of: str) -> bool:
     people = set(shape.people)
     if not people or not shape.facets:
@@ -169,8 +176,8 @@ def _cause_of(graph: Graph, ev: EventNode) -> EventNode | None:
     return max(causes, key=_order) if causes else None
 
 
-def extract_value(graph: Graph, ev: EventNode, shape: QueryShape) -> str:
-    """Reduce an event to the part the question asks for."""
+def extract_value(graph: Graph, ev: EventNode, shape: QueryShape, question: str = "") -> str:
+    """Reduce an event to the part the question asks for (never to a value the question itself names)."""
     if shape.wh == "why":
         cause = _cause_of(graph, ev)
         if cause is not None:
@@ -179,6 +186,8 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape) -> str:
         return m.group(1).rstrip(".!") if m else ev.quote
     if shape.wh == "when":
         return _when(ev)
+    if question and shape.wh != "yesno" and echoes(question, ev.value):
+        return ev.quote
     if ev.value and not ev.negated and ev.facet and not ev.facet.startswith("date:"):
         return ev.value
     if shape.wh == "where":
@@ -218,12 +227,28 @@ def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mappi
     if found is None or found.score < FRAME_ANSWER_FLOOR:
         return None  # a weakly matched frame is no better than the best sentence, which says more
     ev = found.event
-    text = f"{ev.subject} no longer: {ev.value}" if ev.negated else (ev.value or ev.quote)
-    refs = list(ev.source_refs)
+    fuller = None if ev.negated else _fuller_statement(graph, ev, as_of)
+    text = f"{ev.subject} no longer: {ev.value}" if ev.negated else ((fuller or ev).value or ev.quote)
+    refs = list(ev.source_refs) + [r for r in (fuller.source_refs if fuller else []) if r not in ev.source_refs]
     if found.chosen.id != ev.id:
         refs += [r for r in found.chosen.source_refs if r not in refs]
     return Answer(text=text, abstained=False, event_ids=[ev.id], source_refs=refs, method="frame",
                   support=found.support, confidence=round(min(1.0, 0.5 + found.score), 3))
+
+
+def _fuller_statement(graph: Graph, ev: EventNode, as_of: str | None) -> EventNode | None:
+    """An earlier statement of the same person that names `ev`'s value in full ("my iPhone" after "I got the
+    iPhone 15"), when nothing but restatements of it has superseded it since: the answer says the full value."""
+    mine = _words(ev.value)
+    if not mine:
+        return None
+    fuller = [o for o in graph.events.values()
+              if o.subject == ev.subject and o.value and not o.negated and _order(o) < _order(ev)
+              and o.conversation_id == ev.conversation_id and mine < _words(o.value)
+              and (as_of is None or not o.time_anchor or o.time_anchor <= as_of)
+              and all(_words(graph.events[e.src].value) <= _words(o.value)
+                      for e in graph.into.get(o.id, []) if e.label == "updates" and e.src in graph.events)]
+    return max(fuller, key=_order) if fuller else None
 
 
 def _latest_restatement(valid: Sequence[tuple[EventNode, float]]) -> EventNode:
@@ -240,6 +265,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
                    settings: AskSettings, question: str = "", readers: Readers | None = None) -> Answer:
     """A concise extractive answer with its source refs, or an abstention."""
     found = facet_answer(graph, shape, relevance, as_of, settings)
+    if found is not None and shape.wh != "yesno" and echoes(question, found[0].value):
+        found = None  # "Which climbing gym …?" is not answered by the hobby "climbing": the question names it
     if found is not None and shape.before_event_verb is None and shape.back_when is None:
         # a revision found outside the facet (a construction or an implicit restatement) supersedes it too
         newer = newest_successor(graph, found[0], as_of, same_fact=True)
@@ -300,12 +327,13 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         best = newest_successor(graph, ranked_events[0][0], as_of)
     elif shape.wants_current:
         best = newest_successor(graph, best, as_of)
-    return event_answer(graph, best, shape, best_note_cosine)
+    return event_answer(graph, best, shape, best_note_cosine, question)
 
 
-def event_answer(graph: Graph, best: EventNode, shape: QueryShape, best_note_cosine: float) -> Answer:
+def event_answer(graph: Graph, best: EventNode, shape: QueryShape, best_note_cosine: float,
+                 question: str = "") -> Answer:
     """The answer read from one event: the part of it the question asks for, with its (and its cause's) sources."""
-    value = extract_value(graph, best, shape)
+    value = extract_value(graph, best, shape, question)
     refs = list(best.source_refs)
     ids = [best.id]
     if shape.wh == "why":

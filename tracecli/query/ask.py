@@ -26,7 +26,7 @@ from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mar
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
-from tracecli.query.shape import PLAN_TEXT, QueryShape, shape_of
+from tracecli.query.shape import PLAN_TEXT, QueryShape, addressed, shape_of
 from tracecli.query.vectors import EventVectors
 from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, qualified_ref, resolve_scope
 from tracecli.store.db import ASIDE_WAIT, Store, dumps, placeholders, utc_now
@@ -140,6 +140,7 @@ class _Scope:
     quote_words: dict[str, frozenset[str]] = field(default_factory=dict)  # event id → content words of its quote
     flat: Graph | None = None  # the graph without edges or validity (`--ablate graph`), made on first use
     wiki: _WikiIndex | None = None  # the claims, pages and trajectories `ask` routes through, read on first use
+    participants: frozenset[str] = frozenset()  # the people who speak in the scope's conversations
 
     def view(self, ablate: frozenset[str]) -> Graph:
         """The graph `ask` reads: the full one, or with `graph` ablated the same events as flat evidence — no edges, no
@@ -227,8 +228,10 @@ class Asker:
         marks = placeholders(key)
         graph = load_graph(self.store, key)
         names: set[str] = {ev.subject for ev in graph.events.values()}
+        participants: set[str] = set()
         for (parts,) in self.store.execute(f"SELECT participants FROM conversations WHERE id IN ({marks})", key):
-            names.update(json.loads(parts))
+            participants.update(json.loads(parts))
+        names |= participants
         last = self.store.execute(f"SELECT MAX(timestamp) FROM messages WHERE conversation_id IN ({marks})", key).fetchone()[0]
         rows = self.store.execute(
             f"SELECT v.rowid, v.embedding FROM note_vectors v JOIN notes n ON n.rowid = v.rowid "
@@ -238,7 +241,7 @@ class Asker:
         vectors = EventVectors(self.store, self.embedder, key)
         vectors.load(graph.events.values())
         scope = _Scope(list(key), graph, sorted(names), parse_iso(last) if last else None, matrix,
-                       [int(r[0]) for r in rows], stamp, version, vectors)
+                       [int(r[0]) for r in rows], stamp, version, vectors, participants=frozenset(participants))
         self._scopes[key] = scope
         return scope
 
@@ -306,12 +309,16 @@ class Asker:
             shape = shape_of(question, scope.names, scope.now, as_of_dt)
             timing["shape"] = _ms(t0)
             t = time.perf_counter()
-            qvec = np.asarray(self.embedder.embed_batch([question])[0], dtype=np.float32)
+            # qvec: the question as asked (retrieval, abstention, routing); avec: put to the participant it names,
+            # which ranks messages and sentences (`AskSettings.address_named`)
+            vecs = np.asarray(self.embedder.embed_batch(list(dict.fromkeys([question, self._query_text(question, shape, scope)]))),
+                              dtype=np.float32)
+            qvec, avec = vecs[0], vecs[-1]
             timing["embed"] = _ms(t)
             t = time.perf_counter()
             hits = hybrid_search(self.store, question, qvec, scope.conversation_ids, k_dense=settings.k_dense,
                                  k_sparse=settings.k_sparse, rrf_k=settings.rrf_k)
-            note_cos = dict(zip(scope.note_rowids, (scope.note_matrix @ qvec).tolist())) if len(scope.note_rowids) else {}
+            note_cos = dict(zip(scope.note_rowids, (scope.note_matrix @ avec).tolist())) if len(scope.note_rowids) else {}
             timing["retrieve"] = _ms(t)
             t = time.perf_counter()
             graph = scope.view(settings.ablate)
@@ -325,9 +332,9 @@ class Asker:
             timing["graph"] = _ms(t)
             t = time.perf_counter()
             best_cos = max([h.cosine for h in hits[:5]] + [0.0])
-            ranked_events = self._rerank_sentences(scope, qvec, ranked_events)
+            ranked_events = self._rerank_sentences(scope, avec, ranked_events, shape)
             answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question,
-                                    self._readers(scope, qvec))
+                                    self._readers(scope, avec))
             t_wiki = time.perf_counter()
             routed = [] if {"wiki", "graph"} & settings.ablate else self._routed_claims(scope, shape, question, qvec, as_of_iso, note_cos)
             timing["wiki"] = _ms(t_wiki)
@@ -344,7 +351,7 @@ class Asker:
                         and _may_replace(shape, question, graph.events[own.event_id], graph.events[best.event_id]):
                     ev = graph.events[best.event_id]
                     answer = event_answer(graph, newest_successor(graph, ev, as_of_iso) if shape.wants_current else ev,
-                                          shape, best_cos)
+                                          shape, best_cos, question)
                     mark_winner(candidates, best)
                 else:
                     mark_winner(candidates, own, "" if best is own else f"the answer step's {source} pick")
@@ -446,6 +453,14 @@ class Asker:
         if shape.as_of is not None:
             shape.wants_current = False
 
+    def _query_text(self, question: str, shape: QueryShape, scope: _Scope) -> str:
+        """What the question's vector is made from: the question put to the one participant it names, if it names
+        exactly one (`AskSettings.address_named`), else the question."""
+        speakers = [p for p in shape.people if p in scope.participants]
+        if self.settings.address_named and len(speakers) == 1:
+            return addressed(question, speakers[0])
+        return question
+
     def _seeds(self, graph: Graph, shape: QueryShape, hits: Sequence[NoteHit], relevance: dict[str, float]) -> dict[str, str]:
         """V_q = V0 ∪ V_ent ∪ V_upd ∪ V_hier, each id tagged with where it came from."""
         s = self.settings
@@ -523,7 +538,7 @@ class Asker:
         return Readers(sentence_sim, value_fit)
 
     def _rerank_sentences(self, scope: _Scope, qvec: np.ndarray, ranked: list[tuple[EventNode, float]],
-                          top: int = 16) -> list[tuple[EventNode, float]]:
+                          shape: QueryShape | None = None, top: int = 16) -> list[tuple[EventNode, float]]:
         """Re-score the best events by their own sentence's similarity to the question.
 
         Event relevance comes from the message's note vector, so every sentence of
@@ -534,6 +549,11 @@ class Asker:
         if not head:
             return ranked
         rescored = list(zip([ev for ev, _ in head], self._match(scope, qvec, head)))
+        people = set(shape.people) if shape is not None else set()
+        if people and self.settings.person_boost:
+            # the named person's own statements first: a sentence about them by someone else, or another
+            # person's sentence that happens to be close, says less about what they stated
+            rescored = [(ev, round(sc + self.settings.person_boost * (ev.subject in people), 6)) for ev, sc in rescored]
         rescored.sort(key=lambda x: (-x[1], x[0].seq, x[0].id))
         return rescored + ranked[top:]
 

@@ -92,6 +92,24 @@ def predecessor(graph: Graph, ev: EventNode) -> EventNode | None:
     return max(older, key=lambda o: (o.seq, o.sentence_idx)) if older else None
 
 
+def replaced_by(graph: Graph, ev: EventNode) -> EventNode | None:
+    """What `ev`'s value replaced by a construction of its own message or the one before ("sold the Brompton. got
+    an e-scooter instead", "moved it from X to Y"), as the person's latest earlier statement of that old value."""
+    mine = set(re.findall(r"\w+", (ev.value or "").lower()))
+    olds = [c["old"] for o in sorted(graph.events.values(), key=lambda o: (o.seq, o.sentence_idx))
+            if o.conversation_id == ev.conversation_id and o.subject == ev.subject and ev.seq - 1 <= o.seq <= ev.seq
+            and o.frame for c in o.frame.get("constructions", []) if c.get("old")]
+    olds = [set(re.findall(r"\w+", o.lower())) - {"the", "a", "an", "my", "our"} for o in olds]
+    olds = [o for o in olds if o and not (o & mine)]
+    if not olds:
+        return None
+    old = olds[-1]
+    said = [o for o in graph.events.values() if o.subject == ev.subject and o.conversation_id == ev.conversation_id
+            and o.value and not o.negated and (o.seq, o.sentence_idx) < (ev.seq, ev.sentence_idx)
+            and old & set(re.findall(r"\w+", o.value.lower()))]
+    return max(said, key=lambda o: (o.seq, o.sentence_idx)) if said else None
+
+
 #: how the answer step reads sentences and values (see `frame_answer`)
 SentenceSim = Callable[[Sequence[EventNode]], Sequence[float]]
 ValueFit = Callable[[str, Sequence[str]], Sequence[float]]
@@ -148,10 +166,10 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
     if _HOW_MUCH.search(question):
         wanted = frozenset({"number", "date", "code"})  # "how long / many / much / old / often" asks for an amount
     before_value = None
+    noun = asked_noun(question)
     m = _BEFORE_VALUE.search(question) if "before" in question.lower() else None
     if m:
         before_value = set(re.findall(r"\w+", m.group("value").lower())) - _QUESTION_WORDS
-    noun = asked_noun(question)
     phrase = _asked_phrase(question, people)
     cands: list[_Cand] = []
     other_kind: list[EventNode] = []  # what the person did with the asked predicate, when it is not the asked kind
@@ -160,8 +178,10 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
         frame = ev.frame or _facet_frame(ev)
         if not frame or not ev.value or frame.get("key") == "retract" or frame.get("hedged"):
             continue
-        if frame.get("key") == "it" and (wanted is None or frame.get("type") not in wanted):
-            continue  # "it's Porto now" answers only a question that asks for its type ("when …" → a date)
+        if frame.get("key") == "it" and (wanted is None or frame.get("type") not in wanted) \
+                and not (noun is not None and frame.get("head") == noun):
+            continue  # "it's Porto now" answers only a question that asks for its type ("when …" → a date) or
+            # names its kind ("platform team now" answers "Which team …?")
         if (people and ev.subject not in people) or ev.negated:
             continue
         if as_of is not None and ev.time_anchor and ev.time_anchor > as_of:
@@ -185,7 +205,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
     if before_value:
         named = _event_with_value(graph, before_value, people, qwords)
         if named is not None:
-            prev = predecessor(graph, named)
+            prev = predecessor(graph, named) or replaced_by(graph, named)
             if prev is not None:
                 return FrameAnswer(prev, named, 0.9, "chain")
     cut = before_cut(graph, question, people) if "before" in question.lower() else None
@@ -205,9 +225,10 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
     for c, sim, fit in zip(head, sims, fits):
         c.sim, c.fit = float(sim), float(fit)
         typed = c.noun_hit or c.fit >= VALUE_FIT
-        if c.key_hit == 0 and not typed:
+        if not typed and (c.key_hit == 0 or noun is not None):
             continue  # nothing points at it: no key word and not of the asked kind (closeness alone is the
-            # sentence fallback's job, which reads the whole sentence)
+            # sentence fallback's job, which reads the whole sentence); and a question that names the kind it
+            # wants ("What phone …?") is not answered by a value of another kind that shares its verb ("use")
         c.score = 0.3 * c.key_hit + 0.15 * c.noun_hit + 0.2 * c.sim + 0.35 * c.rel + 0.2 * c.fit
         scored.append(c)
     if not scored:

@@ -96,6 +96,15 @@ def people_in(question: str, names: Sequence[str]) -> list[str]:
     return found
 
 
+def addressed(question: str, person: str) -> str:
+    """The question put to `person` in the second person: "What is Priya's job?" → "What is your job?",
+    "Where does Priya live?" → "Where does you live?" (the agreement is left as it falls: only the embedding
+    reads it)."""
+    name = re.escape(person)
+    text = re.sub(rf"\b{name}(?:'s|’s)(?!\w)", "your", question, flags=re.I)
+    return re.sub(rf"\b{name}\b", "you", text, flags=re.I)
+
+
 _CALENDAR_WORDS = frozenset(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday "

@@ -1,0 +1,118 @@
+"""What the answer step says: never a value the question itself names, the full form of a value said in short
+later, and the question's vector read as addressed to the person it names."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ask_fixtures import ALICE, ask_db, copy_db  # noqa: F401 (ask_db is a fixture)
+
+from tracecli.query.answer import answer_offline, echoes
+from tracecli.query.paths import EventNode, Graph
+from tracecli.query.settings import AskSettings
+from tracecli.query.shape import addressed, shape_of
+
+
+def _ev(eid: str, seq: int, quote: str, *, value: str | None = None, facet: str | None = None,
+        frame: dict | None = None, subject: str = "Noor") -> EventNode:
+    return EventNode(
+        id=eid, conversation_id="c", session_id="s", type="state_change", subject=subject, description=quote,
+        quote=quote, time_anchor=f"2024-0{min(seq, 9)}-01T10:00:00Z", event_time=None, event_time_granularity=None,
+        seq=seq, sentence_idx=0, facet=facet, value=value, negated=False, confidence=0.8, validity=1.0,
+        valid_until=None, topic_id=None, frame=frame, source_refs=[f"m{seq}"],
+    )
+
+
+def _graph(*events: EventNode) -> Graph:
+    return Graph({e.id: e for e in events}, defaultdict(list), defaultdict(list), {}, {})
+
+
+def test_echoes_reads_whole_words():
+    assert echoes("Which climbing gym does Noor use?", "climbing")
+    assert echoes("What role does Noor hold at the food bank?", "food bank")
+    assert not echoes("Which climbing gym does Noor use?", "Boulder Barn")
+    assert not echoes("Which climbing gym does Noor use?", "gymnastics")  # a word, not a prefix
+    assert not echoes("Which gym does Noor use?", None)
+
+
+def test_a_facet_value_the_question_names_is_not_the_answer():
+    hobby = _ev("h", 1, "I've got really into climbing", value="climbing", facet="hobbies")
+    question = "What are Noor's hobbies?"
+    graph = _graph(hobby)
+    shape = shape_of(question, ["Noor"], None)
+    assert "hobbies" in shape.facets
+    assert answer_offline(graph, shape, [(hobby, 0.8)], {}, 0.9, None, AskSettings(), question).text == "climbing"
+    # asked about the hobby itself, the hobby's name is what the question is about, not its answer
+    echo_q = "Which hobbies besides climbing does Noor have?"
+    echo = answer_offline(graph, shape_of(echo_q, ["Noor"], None), [(hobby, 0.8)], {}, 0.9, None, AskSettings(), echo_q)
+    assert echo.text != "climbing"
+
+
+def test_a_value_said_in_short_later_is_answered_in_full():
+    frame = {"key": "use", "type": "name", "head": "galaxy"}
+    full = _ev("a", 2, "I'm using a Galaxy S9 phone now", value="Galaxy S9", frame=dict(frame, head="s9"))
+    short = _ev("b", 5, "sent from my Galaxy phone", value="Galaxy", frame=frame)
+    graph = _graph(full, short)
+    question = "Which phone does Noor use?"
+    ans = answer_offline(graph, shape_of(question, ["Noor"], None), [(short, 0.8), (full, 0.8)],
+                         {"a": 0.8, "b": 0.8}, 0.9, None, AskSettings(), question)
+    assert ans.text == "Galaxy S9"
+    assert set(ans.source_refs) == {"m2", "m5"}  # the short mention and the statement that spells it out
+
+
+def test_a_question_is_put_to_the_person_it_names():
+    assert addressed("What is Noor's job?", "Noor") == "What is your job?"
+    assert addressed("Where does Noor live now?", "Noor") == "Where does you live now?"
+    assert addressed("Where does Noorah live?", "Noor") == "Where does Noorah live?"  # a whole name only
+
+
+def test_before_x_is_what_a_construction_says_x_replaced():
+    # no `updates` edge was drawn; the message that introduced the new value also retracted the old one
+    frame = {"key": "drive", "type": "thing", "head": "transit"}
+    first = _ev("a", 2, "I drive a Transit for work", value="Transit", frame=frame)
+    other = _ev("o", 3, "I drive a hard bargain", value="hard bargain", frame=dict(frame, head="bargain"), subject="Ivo")
+    sold = _ev("s", 5, "sold the Transit.", value="Transit",
+               frame={"key": "retract", "type": "thing", "head": "transit",
+                      "constructions": [{"name": "retract", "old": "the Transit", "old_head": "transit", "new": ""}]})
+    sold.negated = True
+    new = _ev("n", 5, "got a camper van instead", value="camper van", frame=dict(frame, key="get", head="van"))
+    new.sentence_idx = 1
+    school = _ev("k", 4, "I drive the kids to school in it", value="kids", frame=dict(frame, head="kid"))
+    graph = _graph(first, other, school, sold, new)
+    question = "What did Noor drive before the camper van?"
+    relevance = {"a": 0.5, "o": 0.5, "k": 0.9, "s": 0.5, "n": 0.8}  # a closer sentence said before it, too
+    ans = answer_offline(graph, shape_of(question, ["Noor", "Ivo"], None), [(school, 0.9), (new, 0.8), (first, 0.5)],
+                         relevance, 0.9, None, AskSettings(), question)
+    assert ans.text == "Transit" and "m2" in ans.source_refs
+
+
+class _Recording:
+    """The session embedder, recording every text it is asked to embed."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.id, self.dimension, self.texts = inner, inner.id, inner.dimension, []
+
+    def embed_batch(self, texts):
+        self.texts.extend(texts)
+        return self.inner.embed_batch(texts)
+
+
+def test_ask_ranks_by_the_question_put_to_the_participant_it_names(ask_db, embedder, tmp_path):
+    from tracecli.query.ask import Asker
+    from tracecli.store import open_store
+
+    store = open_store(copy_db(ask_db, tmp_path / "a.db"), create=False)
+    try:
+        for flag in (True, False):
+            rec = _Recording(embedder)
+            Asker(store, embedder=rec, settings=AskSettings(address_named=flag)).ask(
+                "What is Alice's favourite food?", conversation_id=ALICE, store_answer=False)
+            assert ("What is your favourite food?" in rec.texts) is flag
+            assert "What is Alice's favourite food?" in rec.texts  # retrieval reads the question as asked
+            # a question naming nobody, or two people, is embedded as asked only
+            rec.texts.clear()
+            Asker(store, embedder=rec, settings=AskSettings(address_named=flag)).ask(
+                "Did Alice and Bob agree on a city?", conversation_id=ALICE, store_answer=False)
+            assert not any("you" in t for t in rec.texts)
+    finally:
+        store.close()
