@@ -209,7 +209,7 @@ def test_gazetteer_works_without_a_writable_cache(tmp_path, monkeypatch: pytest.
 def _pairwise_implicit_edges(frames, embed):
     """The scan `implicit_edges` replaced: every earlier frame against every later one (the reference)."""
     from tracecli.graph import revise as R
-    from tracecli.graph.link import EdgeRec, same_value
+    from tracecli.graph.link import same_value
 
     ordered = sorted((f for f in frames if not f.ev.negated and not f.hedged and f.key != "retract"),
                      key=lambda f: f.ev.order)

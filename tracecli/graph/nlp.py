@@ -250,8 +250,8 @@ def install_fast_attribute_ruler(nlp: Any) -> bool:
 
     from tracecli.cache import cache_file, read_cached, write_cached
 
-    key = (spacy.__version__, nlp.meta.get("name"), nlp.meta.get("version"), repr(ruler.patterns),
-           Path(__file__).read_bytes())
+    key = (spacy.__version__, nlp.meta.get("name"), nlp.meta.get("version"), tuple(nlp.pipe_names),
+           repr(ruler.patterns), Path(__file__).read_bytes())
     verdict_file = cache_file("spacy-attribute-ruler", key)
     verdict = read_cached(verdict_file)
     if verdict is None:
