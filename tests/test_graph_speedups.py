@@ -92,19 +92,24 @@ def _annotations(doc: object) -> list[tuple[object, ...]]:
             for t in doc]  # type: ignore[attr-defined]
 
 
-def test_fast_attribute_ruler_matches_spacy() -> None:
+def _pipeline_without_lemmatizer():
+    """A fresh English pipeline (not the process's shared one), or skip the test."""
     import spacy
 
-    from tracecli.graph.nlp import MODEL_NAMES, install_fast_attribute_ruler
+    from tracecli.graph.nlp import MODEL_NAMES
 
     for name in MODEL_NAMES:
         try:
-            nlp = spacy.load(name, disable=["lemmatizer"])
-            break
+            return spacy.load(name, disable=["lemmatizer"])
         except OSError:
             continue
-    else:
-        pytest.skip("no spaCy model")
+    pytest.skip("no spaCy model")
+
+
+def test_fast_attribute_ruler_matches_spacy() -> None:
+    from tracecli.graph.nlp import install_fast_attribute_ruler
+
+    nlp = _pipeline_without_lemmatizer()
     stock = [_annotations(d) for d in nlp.pipe(SENTENCES)]
     assert install_fast_attribute_ruler(nlp)
     assert "match" in vars(nlp.get_pipe("attribute_ruler"))
@@ -278,20 +283,11 @@ def test_implicit_edges_equal_the_pairwise_scan(seed: int) -> None:
 def test_attribute_ruler_verdict_is_cached(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The probe's verdict is written once; a later process reads it instead of probing, and a verdict
     of 'differs' keeps spaCy's own matcher."""
-    import spacy
-
     from tracecli.cache import CACHE_ENV
-    from tracecli.graph.nlp import MODEL_NAMES, install_fast_attribute_ruler
+    from tracecli.graph.nlp import install_fast_attribute_ruler
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
-    for name in MODEL_NAMES:
-        try:
-            nlp = spacy.load(name, disable=["lemmatizer"])
-            break
-        except OSError:
-            continue
-    else:
-        pytest.skip("no spaCy model")
+    nlp = _pipeline_without_lemmatizer()
     assert install_fast_attribute_ruler(nlp)
     [verdict] = tmp_path.glob("spacy-attribute-ruler-*")
     assert verdict.read_text() == "same"
