@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -300,9 +301,10 @@ class MiniLMNumpy:
 
         Each chunk is still one forward pass on one BLAS thread, whichever process runs it, so the vectors
         are the same bits as in one process. None when `TRACECLI_EMBED_PROCESSES` is 1, the machine has
-        one core, or the platform cannot fork.
+        one core, or the platform is not Linux (forking a process that has used BLAS is safe with OpenBLAS on
+        Linux; macOS's Accelerate is not fork-safe, and Windows cannot fork).
         """
-        if _processes() < 2:
+        if _processes() < 2 or not sys.platform.startswith("linux"):
             return None
         pool = getattr(self, "_pool", None)
         if pool is not None and pool[0] == os.getpid():
