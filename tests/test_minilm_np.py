@@ -161,3 +161,28 @@ def test_a_model_packaged_differently_is_refused(tmp_path: Path) -> None:
     pooling.write_text(json.dumps(cfg))
     with pytest.raises(ProviderError, match="mean pooling"):
         minilm_np.BertConfig.from_dir(path)
+
+
+def test_two_processes_give_the_same_bits(monkeypatch) -> None:
+    """A big call shares its chunks with a forked helper process; every chunk is still one forward pass on
+    one BLAS thread, so the vectors are bit for bit those of one process."""
+    import os
+
+    import numpy as np
+
+    model = minilm_np.load()
+    words = "the cat moved to Lisbon last spring because the rent in Porto went up again".split()
+    texts = [" ".join(words[: 1 + (i * 7) % len(words)]) + f" {i}" for i in range(300)]
+    monkeypatch.setenv(minilm_np.PROCESSES_ENV, "1")
+    alone = model.encode(texts)
+    monkeypatch.setenv(minilm_np.PROCESSES_ENV, "2")
+    shared = model.encode(texts)
+    helper = model._helper()
+    assert helper is not None and helper.apply(os.getpid) != os.getpid()  # a second process did take part
+    assert np.array_equal(alone, shared)
+    # the two halves balance the work (rows × padded length)
+    ids = model.tokenize(texts)
+    parts = minilm_np._chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), [len(x) for x in ids])
+    mine, theirs = minilm_np._share(parts, ids)
+    cost = [sum(len(p) * max(len(ids[i]) for i in p) for p in half) for half in (mine, theirs)]
+    assert sorted(sum(mine + theirs, [])) == list(range(len(texts))) and abs(cost[0] - cost[1]) <= 0.1 * sum(cost)

@@ -89,7 +89,7 @@ def assign_topics(store: Store, conversation_id: str, session_ids: list[str], se
         store.execute("INSERT INTO session_topics(session_id, topic_id) VALUES (?, ?) "
                       "ON CONFLICT(session_id) DO UPDATE SET topic_id = excluded.topic_id", (sid, best))
         out[sid] = best
-    _relabel(store, conversation_id)
+    _relabel(store, conversation_id, sorted(set(out.values())))  # a label reads only its own topic's messages
     return out
 
 
@@ -118,9 +118,11 @@ def refresh_topics(store: Store, conversation_id: str) -> int:
     return len(empty)
 
 
-def _relabel(store: Store, conversation_id: str) -> None:
-    """Label each topic by its most frequent content words."""
-    for (tid,) in store.execute("SELECT id FROM topics WHERE conversation_id = ?", (conversation_id,)).fetchall():
+def _relabel(store: Store, conversation_id: str, topic_ids: list[str] | None = None) -> None:
+    """Label each topic (or only `topic_ids`, those that gained sessions) by its most frequent content words."""
+    if topic_ids is None:
+        topic_ids = [r[0] for r in store.execute("SELECT id FROM topics WHERE conversation_id = ?", (conversation_id,))]
+    for tid in topic_ids:
         counts: Counter[str] = Counter()
         for (text,) in store.execute(
             "SELECT m.text FROM messages m JOIN session_topics st ON st.session_id = m.session_id WHERE st.topic_id = ?",

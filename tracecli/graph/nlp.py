@@ -16,6 +16,7 @@ import os
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from tracecli.blas import one_blas_thread
@@ -58,23 +59,50 @@ def get_nlp() -> Any:
 
 
 def _import_spacy() -> Any:
-    """spaCy, imported without torch when torch is not loaded yet.
+    """spaCy, imported without torch (when torch is not loaded yet) and without its command line.
 
     thinc imports torch (seconds of start-up, most of spaCy's import time) only to learn whether it could
     hand work to it; the English pipeline never does. While spaCy is imported, `import torch` fails,
     so thinc notes that torch is absent; afterwards torch imports as usual (a big ingest still uses it).
-    The pipeline's annotations are the same either way.
+    `spacy/__init__` also imports its whole command line (`spacy.cli`: weasel, requests, httpx, the
+    training configs; about half of its import time) only to re-export `spacy.info`; a placeholder
+    stands in for `spacy.cli` during the import and is removed afterwards, so `spacy.info` and a later
+    `import spacy.cli` load the real one. The pipeline's annotations are the same either way.
     """
-    if "torch" in sys.modules or "thinc" in sys.modules:
+    if "spacy" in sys.modules:
         import spacy
 
         return spacy
-    sys.modules["torch"] = None  # type: ignore[assignment]  # an `import torch` now raises ImportError
+    hidden: dict[str, Any] = {} if "torch" in sys.modules or "thinc" in sys.modules else {"torch": None}
+    if "spacy.cli" not in sys.modules:
+        hidden.update(_cli_placeholder())
+    sys.modules.update(hidden)  # an `import torch` now raises ImportError
     try:
         import spacy
     finally:
-        del sys.modules["torch"]
+        for name, module in hidden.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+    if "spacy.cli" in hidden and getattr(spacy, "cli", None) is hidden["spacy.cli"]:
+        del spacy.cli  # `spacy.cli` resolves to the real package on its next import
     return spacy
+
+
+def _cli_placeholder() -> dict[str, Any]:
+    """Stand-ins for `spacy.cli` and `spacy.cli.info` whose `info` imports the real one when called."""
+    import types
+
+    def info(*args: Any, **kwargs: Any) -> Any:
+        from spacy.cli.info import info as real
+
+        return real(*args, **kwargs)
+
+    package = types.ModuleType("spacy.cli")
+    package.__path__ = []  # a package with no submodules of its own
+    module = types.ModuleType("spacy.cli.info")
+    module.info = info  # type: ignore[attr-defined]
+    package.info = module  # type: ignore[attr-defined]
+    return {"spacy.cli": package, "spacy.cli.info": module}
 
 
 def _numpy_matmul() -> bool:
@@ -216,11 +244,26 @@ def install_fast_attribute_ruler(nlp: Any) -> bool:
     match = _fast_match(ruler)
     if match is None:
         return False
-    stock = [_annotations(d) for d in nlp.pipe(_PROBE.split(". "))]
+    # The probe's verdict depends only on spaCy, the model and this module: kept in the cache directory,
+    # it spares every later process two passes of the pipeline over the probe (a few tenths of a second).
+    import spacy
+
+    from tracecli.cache import cache_file, read_cached, write_cached
+
+    key = (spacy.__version__, nlp.meta.get("name"), nlp.meta.get("version"), tuple(nlp.pipe_names),
+           repr(ruler.patterns), Path(__file__).read_bytes())
+    verdict_file = cache_file("spacy-attribute-ruler", key)
+    verdict = read_cached(verdict_file)
+    if verdict is None:
+        stock = [_annotations(d) for d in nlp.pipe(_PROBE.split(". "))]
+        ruler.match = match
+        same = [_annotations(d) for d in nlp.pipe(_PROBE.split(". "))] == stock
+        del ruler.match
+        verdict = "same" if same else "differs"
+        write_cached(verdict_file, verdict)
+    if verdict != "same":
+        return False  # spaCy's matcher stays
     ruler.match = match
-    if [_annotations(d) for d in nlp.pipe(_PROBE.split(". "))] != stock:
-        del ruler.match  # back to spaCy's matcher
-        return False
     return True
 
 

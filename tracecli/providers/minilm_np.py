@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,6 +174,45 @@ def _chunks(order: list[int], lengths: list[int], size: int = CHUNK) -> list[lis
     return chunks
 
 
+#: environment variable: processes that share one big `encode` call (default: 2 on a machine with 2+ cores)
+PROCESSES_ENV = "TRACECLI_EMBED_PROCESSES"
+#: chunks below which a call stays in this process (a question, a session's snapshots)
+PARALLEL_MIN_CHUNKS = 8
+_HELPER_MODEL: Any = None
+
+
+def _processes() -> int:
+    raw = os.environ.get(PROCESSES_ENV, "").strip()
+    if raw:
+        try:
+            return max(1, int(raw))
+        except ValueError:
+            return 1
+    return min(2, os.cpu_count() or 1)
+
+
+def _share(parts: list[list[int]], ids: list[list[int]]) -> tuple[list[list[int]], list[list[int]]]:
+    """The chunks split in two halves of about equal work (a chunk costs its rows × its padded length)."""
+    halves: tuple[list[list[int]], list[list[int]]] = ([], [])
+    load = [0, 0]
+    for part in sorted(parts, key=lambda p: -len(p) * max(len(ids[i]) for i in p)):
+        side = 0 if load[0] <= load[1] else 1
+        halves[side].append(part)
+        load[side] += len(part) * max(len(ids[i]) for i in part)
+    return halves
+
+
+def _adopt(model: MiniLMNumpy) -> None:
+    """In the helper process: the model it was forked with."""
+    global _HELPER_MODEL
+    _HELPER_MODEL = model
+
+
+def _forward_in_helper(batches: list[list[list[int]]]) -> list[np.ndarray]:
+    with blas_threads(1):
+        return [_HELPER_MODEL._forward(batch) for batch in batches]
+
+
 class MiniLMNumpy:
     """all-MiniLM-L6-v2 sentence embeddings computed with numpy from the packaged files."""
 
@@ -241,10 +281,43 @@ class MiniLMNumpy:
         if not texts:
             return out
         ids = self.tokenize(texts)
+        parts = _chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), [len(x) for x in ids], chunk)
+        helper = self._helper() if threads == 1 and len(parts) >= PARALLEL_MIN_CHUNKS else None
         with blas_threads(threads):
-            for part in _chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), [len(x) for x in ids], chunk):
+            if helper is None:
+                for part in parts:
+                    out[part] = self._forward([ids[i] for i in part])
+                return out
+            mine, theirs = _share(parts, ids)
+            pending = helper.apply_async(_forward_in_helper, ([[ids[i] for i in part] for part in theirs],))
+            for part in mine:
                 out[part] = self._forward([ids[i] for i in part])
+            for part, vecs in zip(theirs, pending.get()):
+                out[part] = vecs
         return out
+
+    def _helper(self) -> Any:
+        """A second process (forked from this one, the weights shared) that runs forward passes, or None.
+
+        Each chunk is still one forward pass on one BLAS thread, whichever process runs it, so the vectors
+        are the same bits as in one process. None when `TRACECLI_EMBED_PROCESSES` is 1, the machine has
+        one core, or the platform is not Linux (forking a process that has used BLAS is safe with OpenBLAS on
+        Linux; macOS's Accelerate is not fork-safe, and Windows cannot fork).
+        """
+        if _processes() < 2 or not sys.platform.startswith("linux"):
+            return None
+        pool = getattr(self, "_pool", None)
+        if pool is not None and pool[0] == os.getpid():
+            return pool[1]
+        import multiprocessing
+
+        try:
+            ctx = multiprocessing.get_context("fork")
+            helper = ctx.Pool(1, initializer=_adopt, initargs=(self,))
+        except (ValueError, OSError):
+            return None
+        self._pool = (os.getpid(), helper)
+        return helper
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
         cfg = self.config
