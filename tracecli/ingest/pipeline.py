@@ -166,7 +166,7 @@ def _write(store: Store, conv: ParsedConversation, pending: list[_PendingMessage
         next_idx += 1
     seq = store.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE conversation_id = ?", (cid,)).fetchone()[0]
     turns: dict[str, int] = {}
-    note_rowid = store.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM notes").fetchone()[0]
+    note_rowid = store.next_rowid("notes")
     msg_rows, note_rows, fts_rows, vec_rows = [], [], [], []
     for pm, vec in zip(pending, vectors):
         sid = session_id(cid, pm.session_key)

@@ -291,6 +291,20 @@ class Store:
         """SQL for the first element of the JSON array `expr`, as text."""
         return f"json_extract({expr}, '$[0]')"
 
+    def next_rowid(self, table: str) -> int:
+        """One more than the largest rowid of `table`, every namespace's rows counted (INTEGER PRIMARY KEY's rule)."""
+        return int(self.execute(f"SELECT COALESCE(MAX(rowid), 0) + 1 FROM {table}").fetchone()[0])
+
+    def rowids_taken(self, table: str, rowids: Sequence[int]) -> bool:
+        """Whether a row of any namespace holds one of `rowids` in `table`."""
+        return bool(execute_in(self, f"SELECT 1 FROM {table} WHERE rowid IN ({{marks}}) LIMIT 1", rowids))
+
+    def bind_namespace(self, namespace: str) -> None:
+        """Tell the engine which namespace this connection works in from now on.
+
+        A no-op on SQLite, where the queries' own filters are the whole guard; on PostgreSQL the row-level
+        policies then hold every statement to `namespace` (StoreError for a role bound to another one)."""
+
     def defer_foreign_keys(self) -> None:
         """Check foreign keys at commit, not per statement, for the rest of this transaction."""
         self.execute("PRAGMA defer_foreign_keys = ON")
