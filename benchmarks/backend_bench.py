@@ -55,6 +55,11 @@ class CachedEmbedder:
             self.cache.update(zip(todo, self.inner.embed_batch(todo)))
         return [self.cache[t] for t in texts]
 
+    def path_for(self, total: int) -> Any:
+        # ingest asks the embedder for its path (MiniLM: numpy or torch by count); without this the
+        # inner model's path would be handed out and every load would embed again, uncached
+        return self.embed_batch
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
