@@ -259,6 +259,12 @@ class Store:
             f"conversation_id TEXT PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)"
         )
 
+    @contextmanager
+    def bulk_vectors(self, table: str, rows: int) -> Iterator[Store]:
+        """Around inserting `rows` rows into the vector table `table` in the current transaction: the engine may
+        index them at the end instead of one by one (PostgreSQL's HNSW); nothing to do for sqlite-vec."""
+        yield self
+
     def knn(self, table: str, vec: Sequence[float], k: int, conversation_id: str) -> list[tuple[int, float]]:
         """The k nearest (rowid, cosine distance) of one conversation in a vector table, nearest first."""
         rows = self.execute(

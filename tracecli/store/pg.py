@@ -60,6 +60,10 @@ DEFAULT_POOL_MAX = 10
 #: the advisory lock every write transaction holds, so writers queue as on SQLite
 WRITE_LOCK_KEY = zlib.crc32(b"tracecli-writer")
 FTS_CONFIG = "english"
+#: a load of this many vectors or more that at least doubles its table builds the HNSW index once, at the end
+BULK_VECTOR_ROWS = 1000
+#: memory for that build (the session's default, often 64 MB, is less than 50K 384-d vectors and their graph)
+BULK_INDEX_MEMORY = "512MB"
 #: the set PostgreSQL's own migrations (`PG_MIGRATIONS`) are recorded under in `tracecli_migrations`
 PG_MIGRATION_SET = "tracecli-pg"
 #: the session setting that names the namespace a connection works in (read by the row-level policies)
@@ -582,9 +586,26 @@ class PgStore(Store):
                              "the tables' owner creates it by running `tracecli update` (or ingest and compile-wiki) once")
         self.execute(f"CREATE TABLE IF NOT EXISTS {table} (rowid BIGINT PRIMARY KEY, conversation_id TEXT NOT NULL, "
                      f"embedding vector({int(dim)}) NOT NULL)")
-        self.execute(f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)")
+        self.execute(_hnsw_index(table))
         self.execute(f"CREATE INDEX IF NOT EXISTS {table}_conv ON {table}(conversation_id)")
         secure_tables(self)
+
+    @contextmanager
+    def bulk_vectors(self, table: str, rows: int) -> Iterator[PgStore]:
+        # Growing an HNSW graph one row at a time costs ~8x what building it over the same rows does
+        # (pgvector), so a load that at least doubles the table drops the index and builds it at the end,
+        # in the same transaction: a failed load rolls the drop back too. Readers of that table wait for
+        # the commit meanwhile (the drop locks it), which is why small loads keep the index.
+        big = rows >= BULK_VECTOR_ROWS and self.execute(
+            "SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class WHERE oid = to_regclass(?)",
+            (table,)).fetchone() == (True,)
+        if not big or self.execute(f"SELECT count(*) FROM {table}").fetchone()[0] > rows:
+            yield self
+            return
+        self.execute(f"DROP INDEX IF EXISTS {table}_hnsw")
+        yield self
+        self.execute(f"SET LOCAL maintenance_work_mem = '{BULK_INDEX_MEMORY}'")
+        self.execute(_hnsw_index(table))
 
     def knn(self, table: str, vec: Sequence[float], k: int, conversation_id: str) -> list[tuple[int, float]]:
         q = vector_text(vec)
@@ -634,6 +655,10 @@ class PgStore(Store):
             note = ("PostgreSQL: VACUUM marked the deleted rows' space reusable; their bytes stay in the table "
                     "files until overwritten (use --vacuum to rewrite the tables), and in WAL, replicas and backups")
         return vacuum, note
+
+
+def _hnsw_index(table: str) -> str:
+    return f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)"
 
 
 def _tables(conn: PgConnection) -> set[str]:
