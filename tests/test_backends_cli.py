@@ -69,6 +69,8 @@ def test_the_scenario_is_the_same_for_a_role_held_to_its_namespace(tmp_path: Pat
     assert held == _scenario(str(tmp_path / "trace.db"), TRACECLI_NAMESPACE="team")
     assert _ok("export", "--derived", "--namespace", "neighbour", "--db", pg_url) == neighbour
     error_line(run_cli("ask", QUESTIONS[0], "--db", url, "--namespace", "neighbour"), 2, "bound to namespace 'team'")
+    (tmp_path / "neighbour.jsonl").write_text(neighbour)
+    error_line(run_cli("import", tmp_path / "neighbour.jsonl", "--db", url), 2, "bound to namespace 'team'")
     # without the variable, the owner is refused only when asked to be
     error_line(run_cli("stats", "--db", pg_url, TRACECLI_PG_RLS="1"), 2, "bypasses row-level security")
     with psycopg.connect(pg_url) as conn:

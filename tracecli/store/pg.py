@@ -121,7 +121,7 @@ def _as_sqlite_error(exc: BaseException) -> BaseException:
     if isinstance(exc, psycopg.errors.LockNotAvailable):
         return sqlite3.OperationalError(f"database is locked ({text})")
     if "row-level security" in text:  # a write into another namespace than the connection's (see PARENT_ROWS)
-        return sqlite3.IntegrityError(f"refused by the namespace's row-level security ({text})")
+        return sqlite3.IntegrityError(f"{text}: this role may write only its own namespace's rows")
     if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction | psycopg.errors.InsufficientPrivilege):
         return sqlite3.OperationalError(f"attempt to write a readonly database ({text})")
     for pg_cls, lite_cls in ((psycopg.IntegrityError, sqlite3.IntegrityError),
