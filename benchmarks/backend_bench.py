@@ -33,6 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synth import add_session, generate  # noqa: E402
 
 err = Console(stderr=True)
+T0 = time.perf_counter()
+
+
+def say(text: str) -> None:
+    """A progress line on stderr with the seconds since the start (the 50K run takes a while)."""
+    err.print(f"[dim]{time.perf_counter() - T0:7.0f} s  {text}[/]")
 
 
 class CachedEmbedder:
@@ -48,6 +54,11 @@ class CachedEmbedder:
         if todo:
             self.cache.update(zip(todo, self.inner.embed_batch(todo)))
         return [self.cache[t] for t in texts]
+
+    def path_for(self, total: int) -> Any:
+        # ingest asks the embedder for its path (MiniLM: numpy or torch by count); without this the
+        # inner model's path would be handed out and every load would embed again, uncached
+        return self.embed_batch
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -76,7 +87,7 @@ def _parsed(convs: list[dict[str, Any]]) -> list[Any]:
     return parsed
 
 
-def load(db: str, parsed: list[Any], embedder: Any) -> tuple[float, float]:
+def load(db: str, parsed: list[Any], embedder: Any, *, graph: bool = True) -> tuple[float, float]:
     from tracecli.graph.build import build_graph
     from tracecli.ingest import ingest_parsed
     from tracecli.store import open_store
@@ -86,7 +97,8 @@ def load(db: str, parsed: list[Any], embedder: Any) -> tuple[float, float]:
         ingest_parsed(store, Path("synthetic"), parsed, embedder)
         t_ingest = time.perf_counter() - t
         t = time.perf_counter()
-        build_graph(store)
+        if graph:
+            build_graph(store)
         return t_ingest, time.perf_counter() - t
 
 
@@ -120,14 +132,21 @@ def ask_latency(db: str, qs: list[tuple[str, str]], embedder: Any) -> list[float
         return times
 
 
-def _reader(db: str, qs: list[tuple[str, str]], start: float, stop: float, out: Any) -> None:
+def _start_together(ready: Any, seconds: float) -> float:
+    """Wait until every reader and the writer is warm, then return when this one stops (all start at once)."""
+    ready.wait()
+    return time.time() + seconds
+
+
+def _reader(db: str, qs: list[tuple[str, str]], ready: Any, seconds: float, out: Any) -> None:
     try:
-        _read(db, qs, start, stop, out)
-    except BaseException as exc:  # reported by the parent
+        _read(db, qs, ready, seconds, out)
+    except BaseException as exc:  # reported by the parent; the others are released from the barrier
+        ready.abort()
         out.put(("error", f"reader: {exc!r}"))
 
 
-def _read(db: str, qs: list[tuple[str, str]], start: float, stop: float, out: Any) -> None:
+def _read(db: str, qs: list[tuple[str, str]], ready: Any, seconds: float, out: Any) -> None:
     from tracecli.providers.embeddings import get_embedder
     from tracecli.query.ask import Asker
     from tracecli.store import open_store
@@ -137,12 +156,7 @@ def _read(db: str, qs: list[tuple[str, str]], start: float, stop: float, out: An
         asker = Asker(store, embedder=embedder)
         for cid in sorted({c for _, c in qs}):
             asker.ask("warm up", conversation_id=cid, store_answer=False)
-        late = time.time() > start
-        while time.time() < start:
-            time.sleep(0.01)
-        if late:
-            out.put(("error", "a reader was still warming up at the start; give --warmup more seconds"))
-            return
+        stop = _start_together(ready, seconds)
         n, i = 0, 0
         while time.time() < stop:
             q, cid = qs[i % len(qs)]
@@ -151,16 +165,23 @@ def _read(db: str, qs: list[tuple[str, str]], start: float, stop: float, out: An
         out.put(("reader", n))
 
 
-def _writer(db: str, conv: dict[str, Any], start: float, stop: float, out: Any) -> None:
-    from tracecli.providers.embeddings import get_embedder
+def _writer(db: str, conv: dict[str, Any], ready: Any, seconds: float, out: Any) -> None:
+    try:
+        _write(db, conv, ready, seconds, out)
+    except BaseException as exc:
+        ready.abort()
+        out.put(("error", f"writer: {exc!r}"))
 
-    embedder = get_embedder("minilm")
+
+def _write(db: str, conv: dict[str, Any], ready: Any, seconds: float, out: Any) -> None:
     from tracecli.ingest import ingest_parsed
+    from tracecli.providers.embeddings import get_embedder
     from tracecli.store import open_store
 
+    embedder = get_embedder("minilm")
+    embedder.embed_batch(["warm up"])
     with open_store(db) as store:
-        while time.time() < start:
-            time.sleep(0.01)
+        stop = _start_together(ready, seconds)
         n = 0
         while time.time() < stop:
             add_session(conv, seed=1000 + n, n_messages=20)
@@ -171,15 +192,18 @@ def _writer(db: str, conv: dict[str, Any], start: float, stop: float, out: Any) 
 
 def throughput(db: str, qs: list[tuple[str, str]], conv: dict[str, Any], readers: int, seconds: float,
                warmup: float) -> tuple[float, int]:
+    """Asks per second over `readers` processes and sessions appended by one writer, all timed from one start.
+
+    Each process loads its model and warms its scopes first; the clock starts when the last one is ready
+    (a barrier), so a slow warm-up on a loaded machine delays the run instead of spoiling it."""
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    start = time.time() + warmup
-    stop = start + seconds
-    procs = [ctx.Process(target=_reader, args=(db, qs, start, stop, out)) for _ in range(readers)]
-    procs.append(ctx.Process(target=_writer, args=(db, conv, start, stop, out)))
+    ready = ctx.Barrier(readers + 1)
+    procs = [ctx.Process(target=_reader, args=(db, qs, ready, seconds, out)) for _ in range(readers)]
+    procs.append(ctx.Process(target=_writer, args=(db, conv, ready, seconds, out)))
     for p in procs:
         p.start()
-    results = [out.get(timeout=warmup + seconds + 600) for _ in procs]
+    results = [out.get(timeout=warmup + seconds) for _ in procs]
     for p in procs:
         p.join()
     for kind, what in results:
@@ -201,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", type=int, default=40)
     ap.add_argument("--readers", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=30.0)
-    ap.add_argument("--warmup", type=float, default=60.0, help="seconds the reader processes get to load models")
+    ap.add_argument("--warmup", type=float, default=3600.0,
+                    help="seconds the reader processes may take to load models and warm up before the run gives up")
     ap.add_argument("--pg-url", help="an empty PostgreSQL database (default: start pgserver in a temporary directory)")
     args = ap.parse_args(argv)
 
@@ -217,16 +242,16 @@ def main(argv: list[str] | None = None) -> int:
     parsed = _parsed(convs)
     plain = get_embedder("minilm")
     embedder = CachedEmbedder(plain)
-    err.print(f"[dim]embedding {args.messages} messages once (an untimed load; both backends then share the vectors) …[/]")
-    load(str(tmp / "warm.db"), parsed, embedder)
+    say(f"embedding {args.messages} messages once (an untimed load; both backends then share the vectors) …")
+    load(str(tmp / "warm.db"), parsed, embedder, graph=False)
     qs = questions(convs, args.questions)
     rows = []
     for name, db in (("SQLite", str(tmp / "bench.db")), ("PostgreSQL", pg_url)):
-        err.print(f"[dim]{name}: loading …[/]")
+        say(f"{name}: loading …")
         t_ingest, t_graph = load(db, parsed, embedder)
-        err.print(f"[dim]{name}: asking …[/]")
+        say(f"{name}: ingest {t_ingest:.1f} s, build-graph {t_graph:.1f} s; asking …")
         lat = ask_latency(db, qs, plain)  # not the cached embedder: it would spare the second backend work
-        err.print(f"[dim]{name}: {args.readers} readers + 1 writer for {args.seconds:.0f} s …[/]")
+        say(f"{name}: ask p50 {statistics.median(lat):.1f} ms; {args.readers} readers + 1 writer for {args.seconds:.0f} s …")
         qps, sessions = throughput(db, qs, dict(convs[0]), args.readers, args.seconds, args.warmup)
         rows.append([name, f"{t_ingest:.1f}", f"{t_graph:.1f}", f"{statistics.median(lat):.1f}", f"{pct(lat, 0.95):.1f}",
                      f"{qps:.2f}", str(sessions)])

@@ -271,3 +271,34 @@ def test_vector_search_of_a_small_conversation_in_a_big_table(any_db: str) -> No
         hits = store.knn("note_vectors", vecs[0].tolist(), 10, "small")
         assert sorted(r for r, _ in hits) == [100, 200, 300, 400]
         assert [d for _, d in hits] == sorted(d for _, d in hits)
+
+
+def test_a_big_vector_load_builds_the_hnsw_index_once(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load that at least doubles the table drops the index and builds it at commit; a failed one keeps it."""
+    from tracecli.store import pg
+
+    monkeypatch.setattr(pg, "BULK_VECTOR_ROWS", 3)
+
+    def indexed(store) -> bool:
+        return store.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'note_vectors_hnsw'").fetchone() is not None
+
+    with open_store(pg_url) as store:
+        with store.transaction():
+            store.bind_embedding_model("test", 3)
+            _conversation(store, "c")
+        with store.transaction(), store.bulk_vectors("note_vectors", 2):  # below the threshold: row by row
+            assert indexed(store)
+            _note(store, 1, "c", "one", [1.0, 0.0, 0.0])
+        with pytest.raises(RuntimeError), store.transaction(), store.bulk_vectors("note_vectors", 3):
+            assert not indexed(store)
+            _note(store, 2, "c", "two", [0.0, 1.0, 0.0])
+            raise RuntimeError("killed half-way")
+        assert indexed(store) and store.execute("SELECT count(*) FROM note_vectors").fetchone()[0] == 1
+        with store.transaction(), store.bulk_vectors("note_vectors", 3):
+            assert not indexed(store)
+            for rowid, vec in ((2, [0.0, 1.0, 0.0]), (3, [0.6, 0.8, 0.0]), (4, [0.0, 0.0, 1.0])):
+                _note(store, rowid, "c", f"note {rowid}", vec)
+        assert indexed(store)
+        assert [r for r, _ in store.knn("note_vectors", [0.0, 1.0, 0.0], 2, "c")] == [2, 3]
+        with store.transaction(), store.bulk_vectors("note_vectors", 3):  # would not double the 4 rows: kept
+            assert indexed(store)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracecli.errors import BadInput
 from tracecli.render import to_jsonable
-from tracecli.scope import check_namespace
+from tracecli.scope import bind_namespaces, check_namespace
 from tracecli.store import Store, open_store
 from tracecli.store.db import is_pg_url
 
@@ -131,7 +131,10 @@ class Memory:
         return self._llm
 
     def _ns(self, namespace: str | None) -> str:
-        return self.namespace if namespace is None else check_namespace(namespace)
+        """The namespace of this call, which the store is bound to from here on (row-level security)."""
+        ns = self.namespace if namespace is None else check_namespace(namespace)
+        self.store.bind_namespace(ns)
+        return ns
 
     # -- writing ------------------------------------------------------------------------
     def ingest(self, source: str | Path | Messages, *, conversation: str | None = None, format: str = "auto",
@@ -159,6 +162,7 @@ class Memory:
         from tracecli.ingest import ingest_parsed
         from tracecli.ingest.pipeline import check_parsed, count_new
 
+        bind_namespaces(self.store, (c.namespace for _, convs in parsed for c in convs))
         check_parsed(self.store, parsed)
         total = count_new(self.store, parsed) if len(parsed) > 1 else None  # one embedding path for all the files
         return [ingest_parsed(self.store, path, convs, self.embedder, progress=progress(path) if progress else None,

@@ -67,12 +67,23 @@ def namespaces(store: Store) -> list[str]:
     return [r[0] for r in store.execute("SELECT DISTINCT namespace FROM conversations ORDER BY namespace")]
 
 
+def bind_namespaces(store: Store, names: Iterable[str]) -> None:
+    """Tell the store the namespace the rows about to be written belong to, when they are of one
+    (row-level security on PostgreSQL; several: only a role the policies do not hold may write them)."""
+    distinct = set(names)
+    if len(distinct) == 1:
+        store.bind_namespace(distinct.pop())
+
+
 def resolve_scope(store: Store, namespace: str | None = None, conversation_id: str | None = None) -> Scope:
     """The conversations a command may read: one conversation of the namespace, or all of it.
 
-    NotFound (exit 2) for an unknown conversation, a conversation of another
-    namespace, or a namespace with no conversations (naming the ones that exist).
+    The store is bound to the namespace first (on PostgreSQL the server then holds every later query
+    to it). NotFound (exit 2) for an unknown conversation, a conversation of another namespace, or a
+    namespace with no conversations (naming the ones that exist).
     """
+    if namespace is not None or not conversation_id:
+        store.bind_namespace(check_namespace(namespace))
     if conversation_id:
         owner = namespace_of(store, conversation_id)
         if owner is None:
@@ -145,5 +156,5 @@ def llm_scope(model: ChatModel | None, scope: Scope | None) -> Iterator[None]:
             model.scope = previous
 
 
-__all__ = ["DEFAULT_NAMESPACE", "NAMESPACE_ENV", "Scope", "check_namespace", "llm_scope", "message_refs", "namespace_of",
+__all__ = ["DEFAULT_NAMESPACE", "NAMESPACE_ENV", "Scope", "bind_namespaces", "check_namespace", "llm_scope", "message_refs", "namespace_of",
            "namespaces", "qualified_ref", "resolve_scope", "scope_of"]

@@ -166,7 +166,7 @@ def _write(store: Store, conv: ParsedConversation, pending: list[_PendingMessage
         next_idx += 1
     seq = store.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE conversation_id = ?", (cid,)).fetchone()[0]
     turns: dict[str, int] = {}
-    note_rowid = store.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM notes").fetchone()[0]
+    note_rowid = store.next_rowid("notes")
     msg_rows, note_rows, fts_rows, vec_rows = [], [], [], []
     for pm, vec in zip(pending, vectors):
         sid = session_id(cid, pm.session_key)
@@ -300,22 +300,30 @@ def ingest_parsed(
         late = [pm for _, pending, _, _ in plans for pm in pending if pm.content_hash not in vectors]
         if late:  # messages removed by a `forget` since the first plan
             vectors.update(zip((pm.content_hash for pm in late), embedder.embed_batch([pm.note_text for pm in late])))
-        if any(p[1] for p in plans):
+        new_rows = sum(len(p[1]) for p in plans)
+        if new_rows:
             store.bind_embedding_model(embedder.id, embedder.dimension)
-        for conv, pending, skipped, new_sessions in plans:
-            created = False
-            if pending:
-                created = _write(store, conv, pending, new_sessions, [vectors[pm.content_hash] for pm in pending], path.name)
-            result.conversations.append(
-                ConversationResult(
-                    conversation_id=conv.conversation_id,
-                    namespace=conv.namespace,
-                    source_format=conv.source_format,
-                    new_messages=len(pending),
-                    skipped_messages=skipped,
-                    new_sessions=len(new_sessions),
-                    created=created,
-                )
-            )
+        with store.bulk_vectors("note_vectors", new_rows):
+            _write_all(store, plans, vectors, path.name, result)
     result.elapsed_s = time.perf_counter() - started
     return result
+
+
+def _write_all(store: Store, plans: list[tuple[Any, ...]], vectors: dict[str, Any], source: str,
+               result: IngestResult) -> None:
+    """Write each conversation's planned messages (one transaction, the caller's); add its counts to `result`."""
+    for conv, pending, skipped, new_sessions in plans:
+        created = False
+        if pending:
+            created = _write(store, conv, pending, new_sessions, [vectors[pm.content_hash] for pm in pending], source)
+        result.conversations.append(
+            ConversationResult(
+                conversation_id=conv.conversation_id,
+                namespace=conv.namespace,
+                source_format=conv.source_format,
+                new_messages=len(pending),
+                skipped_messages=skipped,
+                new_sessions=len(new_sessions),
+                created=created,
+            )
+        )

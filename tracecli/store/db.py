@@ -259,6 +259,12 @@ class Store:
             f"conversation_id TEXT PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)"
         )
 
+    @contextmanager
+    def bulk_vectors(self, table: str, rows: int) -> Iterator[Store]:
+        """Around inserting `rows` rows into the vector table `table` in the current transaction: the engine may
+        index them at the end instead of one by one (PostgreSQL's HNSW); nothing to do for sqlite-vec."""
+        yield self
+
     def knn(self, table: str, vec: Sequence[float], k: int, conversation_id: str) -> list[tuple[int, float]]:
         """The k nearest (rowid, cosine distance) of one conversation in a vector table, nearest first."""
         rows = self.execute(
@@ -290,6 +296,20 @@ class Store:
     def json_first(self, expr: str) -> str:
         """SQL for the first element of the JSON array `expr`, as text."""
         return f"json_extract({expr}, '$[0]')"
+
+    def next_rowid(self, table: str) -> int:
+        """One more than the largest rowid of `table`, every namespace's rows counted (INTEGER PRIMARY KEY's rule)."""
+        return int(self.execute(f"SELECT COALESCE(MAX(rowid), 0) + 1 FROM {table}").fetchone()[0])
+
+    def rowids_taken(self, table: str, rowids: Sequence[int]) -> bool:
+        """Whether a row of any namespace holds one of `rowids` in `table`."""
+        return bool(execute_in(self, f"SELECT 1 FROM {table} WHERE rowid IN ({{marks}}) LIMIT 1", rowids))
+
+    def bind_namespace(self, namespace: str) -> None:
+        """Tell the engine which namespace this connection works in from now on.
+
+        A no-op on SQLite, where the queries' own filters are the whole guard; on PostgreSQL the row-level
+        policies then hold every statement to `namespace` (StoreError for a role bound to another one)."""
 
     def defer_foreign_keys(self) -> None:
         """Check foreign keys at commit, not per statement, for the rest of this transaction."""

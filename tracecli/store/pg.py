@@ -24,6 +24,17 @@ committed snapshot (REPEATABLE READ) and never wait for the writer.
 
 The schema is the SQLite migrations themselves, run through `PgSchema`, which translates their DDL
 (types, FTS5 and vec0 tables, triggers); each applied migration is recorded in `tracecli_migrations`.
+PostgreSQL's own migrations (`PG_SCHEMA`) follow them, recorded there under `PG_MIGRATION_SET`.
+
+Row-level security per namespace (`p001_namespace_rls`): every table that holds a namespace's rows
+has a policy that shows (and lets a statement write) only the rows of the namespace
+`tracecli_namespace()` names: the namespace the connected login role is bound to in
+`tracecli_role_namespaces` (an administrator's choice the role cannot change), else the session
+setting `tracecli.namespace`, which `PgStore.bind_namespace` sets to each command's namespace. The
+tables' owner (the role that ran the migrations) bypasses the policies as PostgreSQL owners do, so a
+deployment that runs tracecli as the owner sees no change; a role given access with `tracecli_grant`
+is held to its namespace by the server, whatever SQL it sends. `TRACECLI_PG_RLS=1` makes tracecli
+refuse to run as a role that would bypass the policies (the owner, a superuser, BYPASSRLS).
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from __future__ import annotations
 import re
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
@@ -49,6 +60,22 @@ DEFAULT_POOL_MAX = 10
 #: the advisory lock every write transaction holds, so writers queue as on SQLite
 WRITE_LOCK_KEY = zlib.crc32(b"tracecli-writer")
 FTS_CONFIG = "english"
+#: a load of this many vectors or more that at least doubles its table builds the HNSW index once, at the end
+BULK_VECTOR_ROWS = 1000
+#: memory for that build (the session's default, often 64 MB, is less than 50K 384-d vectors and their graph)
+BULK_INDEX_MEMORY = "512MB"
+#: the set PostgreSQL's own migrations (`PG_MIGRATIONS`) are recorded under in `tracecli_migrations`
+PG_MIGRATION_SET = "tracecli-pg"
+#: the session setting that names the namespace a connection works in (read by the row-level policies)
+NAMESPACE_SETTING = "tracecli.namespace"
+#: env: "1" refuses to run as a role that bypasses row-level security
+RLS_ENV = "TRACECLI_PG_RLS"
+#: tables that hold no namespace's rows: the schema's bookkeeping and the LLM call ledger (counts, no text)
+GLOBAL_TABLES = frozenset({"meta", "tracecli_migrations", "tracecli_role_namespaces", "llm_ledger"})
+#: tables without a conversation id or a namespace: a row belongs to the namespace of its parent row
+PARENT_ROWS = {"answer_items": ("answer_id", "answers", "id"), "event_notes": ("event_id", "events", "id"),
+               "session_topics": ("session_id", "sessions", "id"), "snapshot_claims": ("snapshot_id", "snapshots", "id"),
+               "wiki_page_trajectories": ("page_id", "wiki_pages", "id"), "notes_fts": ("rowid", "notes", "rowid")}
 
 
 class PgUrl(str):
@@ -93,6 +120,8 @@ def _as_sqlite_error(exc: BaseException) -> BaseException:
     text = f"{exc}".strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, psycopg.errors.LockNotAvailable):
         return sqlite3.OperationalError(f"database is locked ({text})")
+    if "row-level security" in text:  # a write into another namespace than the connection's (see PARENT_ROWS)
+        return sqlite3.IntegrityError(f"{text}: this role may write only its own namespace's rows")
     if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction | psycopg.errors.InsufficientPrivilege):
         return sqlite3.OperationalError(f"attempt to write a readonly database ({text})")
     for pg_cls, lite_cls in ((psycopg.IntegrityError, sqlite3.IntegrityError),
@@ -299,6 +328,123 @@ class PgSchema:
         return cur
 
 
+# -- row-level security per namespace --------------------------------------------------
+def rls_condition(table: str, columns: Collection[str]) -> str | None:
+    """The policy expression that keeps `table` to the bound namespace's rows; None for a table of no namespace."""
+    if table in GLOBAL_TABLES:
+        return None
+    if table == "conversations":
+        return "namespace = (SELECT tracecli_namespace())"
+    if table == "answers":  # asked over the comma-joined conversations: every one must be the namespace's
+        return "conversation_id <> '' AND string_to_array(conversation_id, ',') <@ ARRAY(SELECT id FROM conversations)"
+    if "conversation_id" in columns:  # `conversations` is itself under its policy: only the namespace's ids
+        return "conversation_id IN (SELECT id FROM conversations)"
+    if "namespace" in columns:  # the LLM cache (a reply to no conversation's text has none) and the forget log
+        return "namespace IS NULL OR namespace = (SELECT tracecli_namespace())"
+    if table in PARENT_ROWS:
+        column, parent, key = PARENT_ROWS[table]
+        return f"{column} IN (SELECT {key} FROM {parent})"
+    return None
+
+
+def _schema_oid() -> str:
+    return "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())"
+
+
+def secure_tables(store: PgStore) -> None:
+    """Row-level security on every namespaced table of the schema that lacks it (idempotent: run after the
+    migrations and for each vector table made later), and the rowid triggers run as their owner, so a row
+    inserted by a confined role is numbered past every namespace's rows, not only past those it sees."""
+    rows = store.execute(
+        "SELECT c.relname, array_agg(a.attname::text), c.relrowsecurity, "
+        "EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = 'tracecli_namespace') "
+        "FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
+        f"WHERE c.relnamespace = {_schema_oid()} AND c.relkind IN ('r', 'p') "
+        "GROUP BY c.oid, c.relname, c.relrowsecurity").fetchall()
+    for table, columns, enabled, has_policy in rows:
+        condition = rls_condition(table, columns)
+        if condition is None:
+            continue
+        if not has_policy:
+            store.execute(f"CREATE POLICY tracecli_namespace ON {table} USING ({condition})")
+        if not enabled:
+            store.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+    schema = store.execute("SELECT quote_ident(current_schema())").fetchone()[0]
+    for (function,) in store.execute(
+            "SELECT DISTINCT p.oid::regprocedure::text FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid "
+            f"JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace = {_schema_oid()} "
+            "AND t.tgname = p.proname AND p.proname LIKE 'tracecli\\_%' AND NOT p.prosecdef").fetchall():
+        store.execute(f"ALTER FUNCTION {function} SECURITY DEFINER SET search_path = {schema}, pg_temp")
+
+
+def _p001_namespace_rls(store: PgStore) -> None:
+    """Row-level security per namespace: the role bindings, the namespace function, the grant helper, the policies."""
+    schema = store.execute("SELECT quote_ident(current_schema())").fetchone()[0]
+    store.execute("CREATE TABLE tracecli_role_namespaces (role_name TEXT PRIMARY KEY, namespace TEXT NOT NULL)")
+    # a SQL-standard body is bound at creation, so no search_path of the caller can redirect its table
+    store.execute(
+        "CREATE FUNCTION tracecli_namespace() RETURNS text LANGUAGE sql STABLE SECURITY DEFINER "
+        f"SET search_path = {schema}, pg_temp RETURN COALESCE("
+        "(SELECT namespace FROM tracecli_role_namespaces WHERE role_name = session_user), "
+        f"NULLIF(current_setting('{NAMESPACE_SETTING}', true), ''))")
+    store.execute(
+        "CREATE FUNCTION tracecli_grant(grantee text, bound_namespace text DEFAULT NULL) RETURNS void "
+        f"LANGUAGE plpgsql SET search_path = {schema}, pg_temp AS $$ DECLARE t text; BEGIN "
+        "EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), grantee); "
+        "FOR t IN SELECT relname FROM pg_class WHERE relnamespace = (SELECT oid FROM pg_namespace "
+        "WHERE nspname = current_schema()) AND relkind IN ('r', 'p') "
+        "AND relname NOT IN ('tracecli_role_namespaces', 'tracecli_migrations') LOOP "
+        "EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %I TO %I', t, grantee); END LOOP; "
+        "EXECUTE format('GRANT SELECT ON tracecli_migrations TO %I', grantee); "
+        "EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO %I', "
+        "current_schema(), grantee); "
+        "DELETE FROM tracecli_role_namespaces WHERE role_name = grantee; "
+        "IF bound_namespace IS NOT NULL THEN "
+        "INSERT INTO tracecli_role_namespaces(role_name, namespace) VALUES (grantee, bound_namespace); END IF; "
+        "END $$")
+    store.execute("REVOKE ALL ON FUNCTION tracecli_grant(text, text) FROM PUBLIC")
+    # the rowids a confined role must number past: of every namespace, read as the owner (rowid tables only)
+    rowid_table = ("IF NOT EXISTS (SELECT 1 FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid "
+                   f"WHERE c.oid = t AND c.relnamespace = {_schema_oid()} AND a.attname = 'rowid') THEN "
+                   "RAISE EXCEPTION 'not a tracecli table with rowids: %', t; END IF; ")
+    store.execute(
+        "CREATE FUNCTION tracecli_next_rowid(t regclass) RETURNS bigint LANGUAGE plpgsql STABLE SECURITY DEFINER "
+        f"SET search_path = {schema}, pg_temp AS $$ DECLARE n bigint; BEGIN {rowid_table}"
+        "EXECUTE format('SELECT COALESCE(MAX(rowid), 0) + 1 FROM %s', t) INTO n; RETURN n; END $$")
+    store.execute(
+        "CREATE FUNCTION tracecli_rowids_taken(t regclass, ids bigint[]) RETURNS boolean LANGUAGE plpgsql STABLE "
+        f"SECURITY DEFINER SET search_path = {schema}, pg_temp AS $$ DECLARE b boolean; BEGIN {rowid_table}"
+        "EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE rowid = ANY($1))', t) INTO b USING ids; RETURN b; END $$")
+    secure_tables(store)
+
+
+#: PostgreSQL's own migrations, in order, after the shared ones (append-only, as those are)
+PG_MIGRATIONS = {"p001_namespace_rls": _p001_namespace_rls}
+
+
+def rls_required() -> bool:
+    """Whether TRACECLI_PG_RLS asks tracecli to refuse a role that bypasses row-level security."""
+    import os
+
+    value = os.environ.get(RLS_ENV, "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise StoreError(f"{RLS_ENV}={value!r}: give 1 (refuse a role that bypasses row-level security) or 0")
+
+
+def _check_rls(store: PgStore) -> None:
+    """With TRACECLI_PG_RLS=1: StoreError when the connected role would not be held by the policies."""
+    user, bypass = store.execute(
+        "SELECT current_user, r.rolsuper OR r.rolbypassrls OR pg_has_role(current_user, c.relowner, 'USAGE') "
+        "FROM pg_roles r, pg_class c WHERE r.rolname = current_user AND c.oid = to_regclass('conversations')").fetchone()
+    if bypass:
+        raise StoreError(f"{store.label}: {RLS_ENV}=1 but the role {user} bypasses row-level security (it owns "
+                         "the tables, is a superuser or has BYPASSRLS); connect as a role given access with "
+                         "tracecli_grant (see README, PostgreSQL)")
+
+
 # -- the pool ----------------------------------------------------------------------------
 _POOLS: dict[str, Any] = {}
 _POOLS_LOCK = threading.Lock()
@@ -322,9 +468,14 @@ def _pool(url: str, timeout: float) -> Any:
             raise StoreError(f"{PgUrl(url).name}: cannot connect ({reason})") from None
         size = int(os.environ.get("TRACECLI_PG_POOL", DEFAULT_POOL_MAX))
         pool = ConnectionPool(url, min_size=1, max_size=max(1, size), kwargs={"autocommit": True},
-                              configure=_register_types, open=True, name="tracecli")
+                              configure=_register_types, reset=_reset, open=True, name="tracecli")
         _POOLS[url] = pool
         return pool
+
+
+def _reset(conn: Any) -> None:
+    """A connection back in the pool forgets the namespace its last command bound (the URL's or role's stays)."""
+    conn.execute(f"RESET {NAMESPACE_SETTING}")
 
 
 def close_pools() -> None:
@@ -381,11 +532,26 @@ class PgStore(Store):
     def trigger_names(self) -> set[str]:
         return {r[0] for r in self.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")}
 
-    def applied_migrations(self) -> list[str]:
+    def applied_migrations(self, migration_set: str = MIGRATION_SET) -> list[str]:
         if not self.has_table("tracecli_migrations"):
             return []
         return [r[0] for r in self.execute(
-            "SELECT name FROM tracecli_migrations WHERE migration_set = ? ORDER BY n", (MIGRATION_SET,))]
+            "SELECT name FROM tracecli_migrations WHERE migration_set = ? ORDER BY n", (migration_set,))]
+
+    def next_rowid(self, table: str) -> int:
+        # as the tables' owner: a role held to one namespace does not see the other namespaces' rowids
+        return int(self.execute("SELECT tracecli_next_rowid(?::regclass)", (table,)).fetchone()[0])
+
+    def rowids_taken(self, table: str, rowids: Sequence[int]) -> bool:
+        return bool(self.execute("SELECT tracecli_rowids_taken(?::regclass, ?::bigint[])", (table, list(rowids))).fetchone()[0])
+
+    def bind_namespace(self, namespace: str) -> None:
+        # the policies read the setting; a role an administrator bound to a namespace keeps that one
+        user, bound = self.execute("SELECT session_user, tracecli_namespace() FROM (SELECT set_config(?, ?, false)) s",
+                                   (NAMESPACE_SETTING, namespace)).fetchone()
+        if bound != namespace:
+            raise StoreError(f"{self.label}: the role {user} is bound to namespace '{bound}' by row-level security; "
+                             f"it cannot work in '{namespace}' (give --namespace {bound})")
 
     def data_version(self) -> int:
         # the next transaction id: moves whenever any session of the server commits a write
@@ -414,10 +580,32 @@ class PgStore(Store):
     def ensure_vector_table(self, table: str, dim: int) -> None:
         if self.has_table(table):
             return
+        user, may_create = self.execute("SELECT current_user, has_schema_privilege(current_schema(), 'CREATE')").fetchone()
+        if not may_create:  # a role given access with tracecli_grant: the tables' owner makes the table once
+            raise StoreError(f"{self.label}: the table {table} does not exist yet and the role {user} may not create it; "
+                             "the tables' owner creates it by running `tracecli update` (or ingest and compile-wiki) once")
         self.execute(f"CREATE TABLE IF NOT EXISTS {table} (rowid BIGINT PRIMARY KEY, conversation_id TEXT NOT NULL, "
                      f"embedding vector({int(dim)}) NOT NULL)")
-        self.execute(f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)")
+        self.execute(_hnsw_index(table))
         self.execute(f"CREATE INDEX IF NOT EXISTS {table}_conv ON {table}(conversation_id)")
+        secure_tables(self)
+
+    @contextmanager
+    def bulk_vectors(self, table: str, rows: int) -> Iterator[PgStore]:
+        # Growing an HNSW graph one row at a time costs ~8x what building it over the same rows does
+        # (pgvector), so a load that at least doubles the table drops the index and builds it at the end,
+        # in the same transaction: a failed load rolls the drop back too. Readers of that table wait for
+        # the commit meanwhile (the drop locks it), which is why small loads keep the index.
+        big = rows >= BULK_VECTOR_ROWS and self.execute(
+            "SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class WHERE oid = to_regclass(?)",
+            (table,)).fetchone() == (True,)
+        if not big or self.execute(f"SELECT count(*) FROM {table}").fetchone()[0] > rows:
+            yield self
+            return
+        self.execute(f"DROP INDEX IF EXISTS {table}_hnsw")
+        yield self
+        self.execute(f"SET LOCAL maintenance_work_mem = '{BULK_INDEX_MEMORY}'")
+        self.execute(_hnsw_index(table))
 
     def knn(self, table: str, vec: Sequence[float], k: int, conversation_id: str) -> list[tuple[int, float]]:
         q = vector_text(vec)
@@ -449,9 +637,16 @@ class PgStore(Store):
 
     def reclaim(self, tables: Sequence[str], vacuum: bool) -> tuple[bool, str]:
         present = [t for t in tables if self.has_table(t)]
+        owned = {r[0] for r in self.execute(
+            f"SELECT relname FROM pg_class WHERE relnamespace = {_schema_oid()} AND pg_has_role(current_user, relowner, 'USAGE')")}
         command = "VACUUM (FULL, ANALYZE)" if vacuum else "VACUUM (ANALYZE)"
         for table in present:
-            self.execute(f"{command} {table}")
+            if table in owned:
+                self.execute(f"{command} {table}")
+        if any(t not in owned for t in present):  # PostgreSQL lets only a table's owner vacuum it
+            return False, ("PostgreSQL: the rows are deleted, but this role does not own the tables and only their "
+                           "owner may VACUUM them: the deleted rows' bytes stay in the table files until the owner "
+                           "runs VACUUM FULL (autovacuum only marks the space reusable), and in WAL, replicas and backups")
         if vacuum:
             note = ("PostgreSQL: the affected tables were rewritten (VACUUM FULL), so the deleted rows are gone "
                     "from their files; the server's WAL, WAL archive, replicas and backups may still hold them "
@@ -460,6 +655,10 @@ class PgStore(Store):
             note = ("PostgreSQL: VACUUM marked the deleted rows' space reusable; their bytes stay in the table "
                     "files until overwritten (use --vacuum to rewrite the tables), and in WAL, replicas and backups")
         return vacuum, note
+
+
+def _hnsw_index(table: str) -> str:
+    return f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)"
 
 
 def _tables(conn: PgConnection) -> set[str]:
@@ -515,17 +714,21 @@ def _open_checks(store: Any, url: PgUrl, *, create: bool, upgrade: bool) -> None
     applied = _identify(store, url)
     if applied is None and not create:
         raise StoreError(f"{url.name}: holds no tracecli data yet; run `tracecli ingest` first")
-    unknown = set(applied or []) - set(SCHEMA)
+    applied = [*(applied or []), *(store.applied_migrations(PG_MIGRATION_SET) if applied is not None else [])]
+    known = (*SCHEMA, *PG_MIGRATIONS)
+    unknown = set(applied) - set(known)
     if unknown:
         raise StoreError(f"{url.name}: written by a newer tracecli (unknown migrations: {', '.join(sorted(unknown))}); "
                          "upgrade tracecli")
-    if applied is None or set(applied) != set(SCHEMA):
+    if set(applied) != set(known):
         if not upgrade:
-            raise StoreError(f"{url.name}: written by an older tracecli (schema v{len(applied or [])}, this one reads "
-                             f"v{len(SCHEMA)}); run {WRITING_COMMANDS} once to upgrade it")
+            raise StoreError(f"{url.name}: written by an older tracecli (schema v{len(applied)}, this one reads "
+                             f"v{len(known)}); run {WRITING_COMMANDS} once to upgrade it")
         _migrate(store)
     else:
         _register_types(store.conn.raw)
+    if rls_required():
+        _check_rls(store)
 
 
 def _migrate(store: Any) -> None:
@@ -539,11 +742,19 @@ def _migrate(store: Any) -> None:
         applied = set(store.applied_migrations())  # again under the lock: another process may have migrated
         schema = PgSchema(store)
         for migration in migrations._migrations:
-            if migration.name in applied:
-                continue
-            migration.fn(schema)
-            store.execute("INSERT INTO tracecli_migrations(n, migration_set, name, applied_at) "
-                          "SELECT COALESCE(MAX(n), 0) + 1, ?, ?, ? FROM tracecli_migrations",
-                          (MIGRATION_SET, migration.name, utc_now()))
+            if migration.name not in applied:
+                migration.fn(schema)
+                _record(store, MIGRATION_SET, migration.name)
+        applied = set(store.applied_migrations(PG_MIGRATION_SET))
+        for name, fn in PG_MIGRATIONS.items():
+            if name not in applied:
+                fn(store)
+                _record(store, PG_MIGRATION_SET, name)
+        secure_tables(store)  # the tables a later shared migration adds get their policy too
         store.set_meta(APPLICATION_KEY, APPLICATION)
     _register_types(store.conn.raw)  # the vector type exists now
+
+
+def _record(store: Any, migration_set: str, name: str) -> None:
+    store.execute("INSERT INTO tracecli_migrations(n, migration_set, name, applied_at) "
+                  "SELECT COALESCE(MAX(n), 0) + 1, ?, ?, ? FROM tracecli_migrations", (migration_set, name, utc_now()))

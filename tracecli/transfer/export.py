@@ -30,6 +30,7 @@ def _selection(store: Store, namespace: str | None, conversation_id: str | None)
         cond, params = "id = ?", [conversation_id]
         missing = f"no conversation '{conversation_id}' in {store.path.name}; `tracecli stats` lists them"
     elif namespace:
+        store.bind_namespace(namespace)
         cond, params = "namespace = ?", [namespace]
         missing = f"no conversations in namespace '{namespace}' in {store.path.name}; `tracecli stats` lists them"
     else:

@@ -13,7 +13,8 @@ from tracecli.errors import BadInput, ModelMismatch
 from tracecli.ingest.model import ParsedConversation, ParsedMessage, ParsedSession
 from tracecli.ingest.pipeline import ingest_parsed, message_hash, session_id
 from tracecli.providers.embeddings import Embedder
-from tracecli.store.db import Store, dumps, execute_in, placeholders
+from tracecli.scope import bind_namespaces
+from tracecli.store.db import Store, dumps, placeholders
 from tracecli.transfer.export import read_conversation
 from tracecli.transfer.model import (
     DERIVED_TABLES, ConversationImport, ExportConversation, ExportData, ExportMessage, ExportSession, ImportResult,
@@ -124,10 +125,10 @@ def _insert_rows(store: Store, data: ExportData, table: str, rows: list[dict[str
 def _renumber_pages(store: Store, pages: list[dict[str, Any]]) -> None:
     """Keep the exported page rowids (routing breaks ties by them) unless one is taken; then append, in order."""
     wanted = [p["rowid"] for p in pages if p.get("rowid") is not None]
-    taken = bool(execute_in(store, "SELECT 1 FROM wiki_pages WHERE rowid IN ({marks}) LIMIT 1", wanted))
+    taken = store.rowids_taken("wiki_pages", wanted)
     if not taken and len(set(wanted)) == len(wanted) == len(pages):
         return
-    nxt = store.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM wiki_pages").fetchone()[0]
+    nxt = store.next_rowid("wiki_pages")
     for p in sorted(pages, key=lambda p: (p.get("rowid") is None, p.get("rowid") or 0, p["id"])):
         p["rowid"] = nxt
         nxt += 1
@@ -155,6 +156,7 @@ def import_data(store: Store, data: ExportData, embedder: Embedder) -> ImportRes
     started = time.perf_counter()
     result = ImportResult(file=data.source, format=data.format, conversations=[], tables=[])
     new: list[ExportConversation] = []
+    bind_namespaces(store, (c.namespace for c in data.conversations))
     for c in data.conversations:
         row = store.execute("SELECT namespace FROM conversations WHERE id = ?", (c.conversation_id,)).fetchone()
         n = sum(len(s.messages) for s in c.sessions)
