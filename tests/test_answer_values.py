@@ -28,24 +28,24 @@ def _graph(*events: EventNode) -> Graph:
 
 
 def test_echoes_reads_whole_words():
-    assert echoes("Which climbing gym does Noor use?", "climbing")
-    assert echoes("What role does Noor hold at the food bank?", "food bank")
-    assert not echoes("Which climbing gym does Noor use?", "Boulder Barn")
-    assert not echoes("Which climbing gym does Noor use?", "gymnastics")  # a word, not a prefix
+    assert echoes("Which fencing club does Noor use?", "fencing")
+    assert echoes("What role does Noor hold at the chess society?", "chess society")
+    assert not echoes("Which fencing club does Noor use?", "Blade Hall")
+    assert not echoes("Which fencing club does Noor use?", "clubbing")  # a word, not a prefix
     assert not echoes("Which gym does Noor use?", None)
 
 
 def test_a_facet_value_the_question_names_is_not_the_answer():
-    hobby = _ev("h", 1, "I've got really into climbing", value="climbing", facet="hobbies")
+    hobby = _ev("h", 1, "I've got really into fencing", value="fencing", facet="hobbies")
     question = "What are Noor's hobbies?"
     graph = _graph(hobby)
     shape = shape_of(question, ["Noor"], None)
     assert "hobbies" in shape.facets
-    assert answer_offline(graph, shape, [(hobby, 0.8)], {}, 0.9, None, AskSettings(), question).text == "climbing"
+    assert answer_offline(graph, shape, [(hobby, 0.8)], {}, 0.9, None, AskSettings(), question).text == "fencing"
     # asked about the hobby itself, the hobby's name is what the question is about, not its answer
-    echo_q = "Which hobbies besides climbing does Noor have?"
+    echo_q = "Which hobbies besides fencing does Noor have?"
     echo = answer_offline(graph, shape_of(echo_q, ["Noor"], None), [(hobby, 0.8)], {}, 0.9, None, AskSettings(), echo_q)
-    assert echo.text != "climbing"
+    assert echo.text != "fencing"
 
 
 def test_a_value_said_in_short_later_is_answered_in_full():

@@ -135,7 +135,7 @@ def _span_tokens(head: Any, keep_det: bool = False) -> list[Any]:
 
 
 def _whole_words(run: list[Any]) -> list[Any]:
-    """`run` grown over hyphens that glue it to its neighbours ("e-scooter", "part-time", "co-op"): the parser
+    """`run` grown over hyphens that glue it to its neighbours ("self-build", "part-time", "co-op"): the parser
     may split a hyphenated word into sibling tokens, but a value is never part of a written word."""
     if not run:
         return run
@@ -404,13 +404,13 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
     return [f for f in frames if (f.subject, f.key, f.value) not in seen and not seen.add((f.subject, f.key, f.value))]
 
 
-#: prepositions that place the object of a verb in a state ("moved me to the late shift", "put me on sertraline")
+#: prepositions that place the object of a verb in a state ("moved me to the Friday rota", "put me on an inhaler")
 _OBJECT_PLACING_PREPS = ("to", "on", "onto", "in", "into", "as")
 
 
 def _placed_object_frames(verb: Any, speaker: str, other: str | None, participants: Sequence[str]) -> list[Frame]:
-    """Someone else placing a participant in a state: "they moved me to the late shift", "the doctor put me on
-    sertraline" — the object's fact, keyed by the verb and its preposition."""
+    """Someone else placing a participant in a state: "the agency moved me to the Friday rota", "the doctor put me on
+    an inhaler" — the object's fact, keyed by the verb and its preposition."""
     obj = next((c for c in verb.children if c.dep_ == "dobj"), None)
     person = resolve_person(obj, speaker, other, participants) if obj is not None else None
     if person is None or _negated(verb):
@@ -427,7 +427,7 @@ def _placed_object_frames(verb: Any, speaker: str, other: str | None, participan
 
 
 def _fragment_frames(sent: Any, speaker: str) -> list[Frame]:
-    """A verbless fragment that announces a state ("platform team now", "new job: Monzo"): chat drops the
+    """A verbless fragment that announces a state ("night desk now"): chat drops the
     'I'm on' / 'it's', so the noun phrase is the speaker's new value of something, read like "it's X now" — an
     anaphoric restatement (key `it`) that answers only a question asking for its kind."""
     if any(t.pos_ in ("VERB", "AUX") for t in sent):

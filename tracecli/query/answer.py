@@ -132,7 +132,7 @@ def facet_answer(graph: Graph, shape: QueryShape, relevance: Mapping[str, float]
 
 def echoes(question: str, value: str | None) -> bool:
     """Does the question itself name every word of `value`? Then `value` is what the question is about, not
-    its answer ("What role does Sione hold at the rugby club?" is not answered by "rugby")."""
+    its answer ("What role does Noor hold at the fencing club?" is not answered by "fencing")."""
     words = set(re.findall(r"\w+", (value or "").lower()))
     return bool(words) and words <= set(re.findall(r"\w+", question.lower()))
 
@@ -237,8 +237,8 @@ def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mappi
 
 
 def _fuller_statement(graph: Graph, ev: EventNode, as_of: str | None) -> EventNode | None:
-    """An earlier statement of the same person that names `ev`'s value in full ("my iPhone" after "I got the
-    iPhone 15"), when nothing but restatements of it has superseded it since: the answer says the full value."""
+    """An earlier statement of the same person that names `ev`'s value in full ("my Galaxy" after "I got the
+    Galaxy S9"), when nothing but restatements of it has superseded it since: the answer says the full value."""
     mine = _words(ev.value)
     if not mine:
         return None
@@ -266,7 +266,7 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
     """A concise extractive answer with its source refs, or an abstention."""
     found = facet_answer(graph, shape, relevance, as_of, settings)
     if found is not None and shape.wh != "yesno" and echoes(question, found[0].value):
-        found = None  # "Which climbing gym …?" is not answered by the hobby "climbing": the question names it
+        found = None  # "Which fencing club …?" is not answered by the hobby "fencing": the question names it
     if found is not None and shape.before_event_verb is None and shape.back_when is None:
         # a revision found outside the facet (a construction or an implicit restatement) supersedes it too
         newer = newest_successor(graph, found[0], as_of, same_fact=True)

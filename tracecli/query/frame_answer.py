@@ -93,8 +93,8 @@ def predecessor(graph: Graph, ev: EventNode) -> EventNode | None:
 
 
 def replaced_by(graph: Graph, ev: EventNode) -> EventNode | None:
-    """What `ev`'s value replaced by a construction of its own message or the one before ("sold the Brompton. got
-    an e-scooter instead", "moved it from X to Y"), as the person's latest earlier statement of that old value."""
+    """What `ev`'s value replaced by a construction of its own message or the one before ("sold the Transit. got
+    a camper van instead", "moved it from X to Y"), as the person's latest earlier statement of that old value."""
     mine = set(re.findall(r"\w+", (ev.value or "").lower()))
     olds = [c["old"] for o in sorted(graph.events.values(), key=lambda o: (o.seq, o.sentence_idx))
             if o.conversation_id == ev.conversation_id and o.subject == ev.subject and ev.seq - 1 <= o.seq <= ev.seq
@@ -181,7 +181,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
         if frame.get("key") == "it" and (wanted is None or frame.get("type") not in wanted) \
                 and not (noun is not None and frame.get("head") == noun):
             continue  # "it's Porto now" answers only a question that asks for its type ("when …" → a date) or
-            # names its kind ("platform team now" answers "Which team …?")
+            # names its kind ("night desk now" answers "Which desk …?")
         if (people and ev.subject not in people) or ev.negated:
             continue
         if as_of is not None and ev.time_anchor and ev.time_anchor > as_of:
