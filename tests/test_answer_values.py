@@ -116,3 +116,25 @@ def test_ask_ranks_by_the_question_put_to_the_participant_it_names(ask_db, embed
             assert not any("you" in t for t in rec.texts)
     finally:
         store.close()
+
+
+def test_before_x_reads_the_superseded_sentences_too():
+    # what held before X is superseded now; a valid but unrelated sentence said before X must not win over it
+    old = _ev("o", 1, "my choir meets in the church hall", value=None)
+    old.validity = 0.0
+    noise = _ev("t", 2, "I had toast for breakfast", value=None)
+    new = _ev("n", 9, "choir is in the library now", value=None)
+    graph = _graph(old, noise, new)
+    question = "Where did Noor's choir meet before the library?"
+    ans = answer_offline(graph, shape_of(question, ["Noor"], None), [(new, 0.8), (old, 0.7), (noise, 0.3)],
+                         {"o": 0.7, "t": 0.3, "n": 0.8}, 0.9, None, AskSettings(), question)
+    assert ans.source_refs == ["m1"]
+
+
+def test_the_before_clause_is_left_out_of_what_is_ranked():
+    from tracecli.query.shape import before_clause_dropped
+
+    assert before_clause_dropped("What car did Noor have before the camper van?") == "What car did Noor have?"
+    assert before_clause_dropped("Which team was Noor on before she moved to sales?") == "Which team was Noor on?"
+    assert before_clause_dropped("Where does Noor live now?") == "Where does Noor live now?"
+    assert before_clause_dropped("Before what?") == "Before what?"  # nothing would be left to rank by

@@ -86,7 +86,8 @@ def test_event_vectors_are_stored_once_and_reused(store: Store, embedder: Any) -
 
     again = CountingEmbedder(embedder)
     res = Asker(store, embedder=again).ask(CAT, conversation_id=UPDATE_HEAVY_ID)
-    assert again.texts == [CAT]  # only the question: the sentences come from the table
+    # only the question, as asked and put to the participant it names: the sentences come from the table
+    assert again.texts == [CAT, "What is your cat called?"]
     assert "Biscuit" in res.answer
 
 

@@ -310,7 +310,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
     cut = before_cut(graph, question, people) if "before" in question.lower() else None
     if cut is not None and best is None:
         # "before X": the best sentence said before X was first mentioned, never one about X itself
-        before = [(ev, sc) for ev, sc in valid if said_before(ev, cut)]
+        # what held before X is superseded by now: read it from every ranked sentence, not only the valid ones
+        before = [(ev, sc) for ev, sc in ranked_events if said_before(ev, cut) and not ev.negated]
         if not before:  # none of the ranked sentences: the person's sentences before X, by their message's relevance
             before = sorted(((ev, relevance.get(ev.id, 0.0)) for ev in graph.events.values()
                              if said_before(ev, cut) and (not people or ev.subject in people)),

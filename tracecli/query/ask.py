@@ -26,7 +26,7 @@ from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mar
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
-from tracecli.query.shape import PLAN_TEXT, QueryShape, addressed, shape_of
+from tracecli.query.shape import PLAN_TEXT, QueryShape, addressed, before_clause_dropped, shape_of
 from tracecli.query.vectors import EventVectors
 from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, qualified_ref, resolve_scope
 from tracecli.store.db import ASIDE_WAIT, Store, dumps, placeholders, utc_now
@@ -457,9 +457,11 @@ class Asker:
         """What the question's vector is made from: the question put to the one participant it names, if it names
         exactly one (`AskSettings.address_named`), else the question."""
         speakers = [p for p in shape.people if p in scope.participants]
-        if self.settings.address_named and len(speakers) == 1:
-            return addressed(question, speakers[0])
-        return question
+        if not self.settings.address_named:
+            return question
+        # "What car did Kwame have before the Leaf?": the before-clause says where to cut, not what is sought
+        text = before_clause_dropped(question)
+        return addressed(text, speakers[0]) if len(speakers) == 1 else text
 
     def _seeds(self, graph: Graph, shape: QueryShape, hits: Sequence[NoteHit], relevance: dict[str, float]) -> dict[str, str]:
         """V_q = V0 ∪ V_ent ∪ V_upd ∪ V_hier, each id tagged with where it came from."""

@@ -105,6 +105,13 @@ def addressed(question: str, person: str) -> str:
     return re.sub(rf"\b{name}\b", "you", text, flags=re.I)
 
 
+def before_clause_dropped(question: str) -> str:
+    """The question without a closing "before X" clause ("What car did Kwame have before the Leaf?" → "What car did
+    Kwame have?"): X marks where the answer ends, and sentences about X are the ones that cannot answer."""
+    cut = re.sub(r"(?i)[\s,]+before\b[^?]*(\?)?\s*$", lambda m: m.group(1) or "", question)
+    return cut if len(cut.split()) >= 3 else question
+
+
 _CALENDAR_WORDS = frozenset(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday "
