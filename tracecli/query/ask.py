@@ -454,13 +454,13 @@ class Asker:
             shape.wants_current = False
 
     def _query_text(self, question: str, shape: QueryShape, scope: _Scope) -> str:
-        """What the question's vector is made from: the question put to the one participant it names, if it names
-        exactly one (`AskSettings.address_named`), else the question."""
-        speakers = [p for p in shape.people if p in scope.participants]
+        """What messages and sentences are ranked by (`AskSettings.address_named`): the question without a closing
+        before-clause (it says where to cut, not what is sought), put to the one participant it names if it names
+        exactly one."""
         if not self.settings.address_named:
             return question
-        # "What car did Kwame have before the Leaf?": the before-clause says where to cut, not what is sought
         text = before_clause_dropped(question)
+        speakers = [p for p in shape.people if p in scope.participants]
         return addressed(text, speakers[0]) if len(speakers) == 1 else text
 
     def _seeds(self, graph: Graph, shape: QueryShape, hits: Sequence[NoteHit], relevance: dict[str, float]) -> dict[str, str]:

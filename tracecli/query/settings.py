@@ -59,10 +59,10 @@ class AskSettings:
     # a sentence-level answer may be replaced by a better-scored candidate (candidates.py); off by default: on five
     # dev sets it changed valid answers 193 → 192 and stale ones 57 → 60 (README, "The evidence chooses the answer")
     choose_by_evidence: bool = False
-    # messages and sentences are ranked by the question put to the one participant it names ("What is Priya's
+    # messages and sentences are ranked by the question put to the one participant it names ("What is Noor's
     # job?" → "What is your job?"): people do not name themselves, so the name pulls the question towards messages
     # that mention the person rather than the ones in which they state their own facts. Retrieval, abstention and
-    # wiki routing keep the question as asked.
+    # wiki routing keep the question as asked. A closing "before X" clause is left out of what is ranked.
     address_named: bool = True
     person_boost: float = 0.05  # added to the re-rank score of the named person's own statements
     abstain_below: float = 0.30  # best evidence relevance (cosine) under which the offline answer abstains

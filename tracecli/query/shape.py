@@ -97,8 +97,8 @@ def people_in(question: str, names: Sequence[str]) -> list[str]:
 
 
 def addressed(question: str, person: str) -> str:
-    """The question put to `person` in the second person: "What is Priya's job?" → "What is your job?",
-    "Where does Priya live?" → "Where does you live?" (the agreement is left as it falls: only the embedding
+    """The question put to `person` in the second person: "What is Noor's job?" → "What is your job?",
+    "Where does Noor live?" → "Where does you live?" (the agreement is left as it falls: only the embedding
     reads it)."""
     name = re.escape(person)
     text = re.sub(rf"\b{name}(?:'s|’s)(?!\w)", "your", question, flags=re.I)
@@ -106,8 +106,8 @@ def addressed(question: str, person: str) -> str:
 
 
 def before_clause_dropped(question: str) -> str:
-    """The question without a closing "before X" clause ("What car did Kwame have before the Leaf?" → "What car did
-    Kwame have?"): X marks where the answer ends, and sentences about X are the ones that cannot answer."""
+    """The question without a closing "before X" clause ("What car did Noor have before the camper van?" → "What car did
+    Noor have?"): X marks where the answer ends, and sentences about X are the ones that cannot answer."""
     cut = re.sub(r"(?i)[\s,]+before\b[^?]*(\?)?\s*$", lambda m: m.group(1) or "", question)
     return cut if len(cut.split()) >= 3 else question
 
