@@ -138,3 +138,16 @@ def test_the_before_clause_is_left_out_of_what_is_ranked():
     assert before_clause_dropped("Which team was Noor on before she moved to sales?") == "Which team was Noor on?"
     assert before_clause_dropped("Where does Noor live now?") == "Where does Noor live now?"
     assert before_clause_dropped("Before what?") == "Before what?"  # nothing would be left to rank by
+
+
+def test_a_car_make_is_read_as_a_whole_word():
+    from tracecli.graph.patterns import RULES
+
+    cars = [r.regex for r in RULES if r.facet == "car"]
+
+    def values(text: str) -> set[str]:
+        return {m.group("value") for rx in cars for m in rx.finditer(text)}
+
+    assert "MG4" in values("we just got an MG4 for the school run")  # the model number glued to the make
+    assert "MG" not in values("we just got an MG4 for the school run")
+    assert not values("we hired a Minivan for the trip")  # "Mini" inside another word names no car

@@ -233,6 +233,11 @@ def _attribute_key(noun: Any) -> str:
     return " ".join(words)
 
 
+def _pobj(prep: Any) -> Any | None:
+    """The object of a preposition token, if the parse gives it one."""
+    return next((g for g in prep.children if g.dep_ == "pobj"), None)
+
+
 def _frame(subject: str, key: str, head_tok: Any, sent: Any, *, verb: Any | None, copular: bool,
            keep_det: bool = False) -> Frame | None:
     toks = _span_tokens(head_tok, keep_det=keep_det)
@@ -376,20 +381,20 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
                 args.append((key, c))
         for c in tok.children:
             if c.dep_ == "prep" and c.lower_ in VALUE_PREPS:
-                pobj = next((g for g in c.children if g.dep_ == "pobj"), None)
+                pobj = _pobj(c)
                 if pobj is not None:
                     args.append((f"{key} {c.lower_}", pobj))
                 if c.lower_ == "from":
                     # "moved it from X to Y": the parser often hangs the to-phrase on the from-phrase
                     for inner in [*c.children, *(pobj.children if pobj is not None else [])]:
                         if inner.dep_ == "prep" and inner.lower_ in ("to", "into"):
-                            target = next((g for g in inner.children if g.dep_ == "pobj"), None)
+                            target = _pobj(inner)
                             if target is not None:
                                 args.append((f"{key} {inner.lower_}", target))
             elif c.dep_ in ("prep", "prt", "advmod") and c.lower_ in ("out", "up", "away", "off", "back", "over"):
                 # "moved out of the flat", "signed up for the race": a particle read as a preposition
                 inner = next((g for g in c.children if g.dep_ == "prep" and g.lower_ in VALUE_PREPS), None)
-                pobj = next((g for g in inner.children if g.dep_ == "pobj"), None) if inner is not None else None
+                pobj = _pobj(inner) if inner is not None else None
                 if pobj is not None:
                     args.append((f"{key} {c.lower_} {inner.lower_}", pobj))
         for k, head in args:
@@ -418,7 +423,7 @@ def _placed_object_frames(verb: Any, speaker: str, other: str | None, participan
     out: list[Frame] = []
     for c in verb.children:
         if c.dep_ == "prep" and c.lower_ in _OBJECT_PLACING_PREPS:
-            pobj = next((g for g in c.children if g.dep_ == "pobj"), None)
+            pobj = _pobj(c)
             f = _frame(person, f"{_verb_key(verb)} {c.lower_}", pobj, verb.sent, verb=verb, copular=False) \
                 if pobj is not None and pobj.ent_type_ not in ("DATE", "TIME") else None
             if f is not None:
@@ -510,7 +515,7 @@ def _placed_frames(verb: Any, subj: Any, sent: Any, speaker: str, other: str | N
     for c in verb.children:
         if c.dep_ != "prep" or c.lower_ not in _PLACING_PREPS:
             continue
-        pobj = next((g for g in c.children if g.dep_ == "pobj"), None)
+        pobj = _pobj(c)
         if pobj is None or pobj.ent_type_ in ("DATE", "TIME"):
             continue
         if pobj.pos_ != "PROPN" and not any(g.dep_ in ("det", "poss") for g in pobj.children):

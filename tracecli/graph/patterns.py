@@ -19,6 +19,8 @@ SUBJ = r"(?P<subj>\b(?:I|[Ww]e|[Yy]ou|[A-Z][a-z]+(?: and I)?)\b)"
 _CI = lambda s: f"(?i:{s})"  # noqa: E731 - case-insensitive trigger, case-sensitive value
 
 CAR_MAKES = F.CAR_MAKES_RE
+#: a car named by its make, the whole word ("MG4", not "MG" inside it), and up to two model words after it
+_CAR_VALUE = r"(?P<value>(?:" + CAR_MAKES + r")(?:\d[\w\-]*)?\b(?:\s+[A-Z0-9][\w\-]+){0,2})"
 
 
 
@@ -179,8 +181,8 @@ RULES: list[Rule] = [
     _r(lambda m: F.favourite_facet(m.group("cat")), CAP + r"\s+" + _CI(r"(?:is|are)\s+(?:still\s+|now\s+)?(?:my|our)\s+(?:all-time\s+|new\s+)?favou?rite\s+(?P<cat>[a-z]+)"), "thing", 0.85, "preference", subject_from="speaker"),
     _r(lambda m: F.favourite_facet(m.group("cat")), r"^" + _CI(r"(?:still|now|definitely|easily)?\s*(?:my|our)\s+(?:all-time\s+|new\s+)?favou?rite\s+(?P<cat>[a-z]+)") + r"(?P<value>)", "prev", 0.75, "preference", subject_from="speaker"),
     # cars
-    _r("car", _S + _CI(r"(?:bought|buy|buying|get|getting|got|picked up|ended up with|ended up getting|drive|driving|leasing|leased|ordered|went for|going for)\s+(?:a|an|the|our|my)\s+(?:new\s+|used\s+|second-hand\s+|secondhand\s+|little\s+)?") + r"(?P<value>(?:" + CAR_MAKES + r")(?:\d[\w\-]*)?\b(?:\s+[A-Z0-9][\w\-]+){0,2})", "thing", 0.8, "state_change"),
-    _r("car", _CI(r"\b(?:a|an|the|our|my|new)\s+(?:new\s+|used\s+|second-hand\s+)?") + r"(?P<value>(?:" + CAR_MAKES + r")(?:\d[\w\-]*)?\b(?:\s+[A-Z0-9][\w\-]+){0,2})", "thing", 0.65, "state_change", subject_from="speaker"),
+    _r("car", _S + _CI(r"(?:bought|buy|buying|get|getting|got|picked up|ended up with|ended up getting|drive|driving|leasing|leased|ordered|went for|going for)\s+(?:a|an|the|our|my)\s+(?:new\s+|used\s+|second-hand\s+|secondhand\s+|little\s+)?") + _CAR_VALUE, "thing", 0.8, "state_change"),
+    _r("car", _CI(r"\b(?:a|an|the|our|my|new)\s+(?:new\s+|used\s+|second-hand\s+)?") + _CAR_VALUE, "thing", 0.65, "state_change", subject_from="speaker"),
 ]
 
 

@@ -540,7 +540,7 @@ class Asker:
         return Readers(sentence_sim, value_fit)
 
     def _rerank_sentences(self, scope: _Scope, qvec: np.ndarray, ranked: list[tuple[EventNode, float]],
-                          shape: QueryShape | None = None, top: int = 16) -> list[tuple[EventNode, float]]:
+                          shape: QueryShape, top: int = 16) -> list[tuple[EventNode, float]]:
         """Re-score the best events by their own sentence's similarity to the question.
 
         Event relevance comes from the message's note vector, so every sentence of
@@ -551,7 +551,7 @@ class Asker:
         if not head:
             return ranked
         rescored = list(zip([ev for ev, _ in head], self._match(scope, qvec, head)))
-        people = set(shape.people) if shape is not None else set()
+        people = set(shape.people)
         if people and self.settings.person_boost:
             # the named person's own statements first: a sentence about them by someone else, or another
             # person's sentence that happens to be close, says less about what they stated
