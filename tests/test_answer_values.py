@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from ask_fixtures import ALICE, ask_db, copy_db  # noqa: F401 (ask_db is a fixture)
 
-from tracecli.query.answer import answer_offline, echoes
+from tracecli.query.answer import Readers, answer_offline, echoes, extract_value
 from tracecli.query.paths import EventNode, Graph
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import addressed, shape_of
@@ -151,3 +151,47 @@ def test_a_car_make_is_read_as_a_whole_word():
     assert "MG4" in values("we just got an MG4 for the school run")  # the model number glued to the make
     assert "MG" not in values("we just got an MG4 for the school run")
     assert not values("we hired a Minivan for the trip")  # "Mini" inside another word names no car
+
+
+def _readers(topic: float) -> Readers:
+    """Readers whose sentence-to-sentence closeness is `topic` for every pair."""
+    return Readers(sentence_sim=lambda evs: [0.5] * len(evs), value_fit=lambda phrase, vals: [0.0] * len(vals),
+                   between=lambda ev, others: [topic] * len(others))
+
+
+def test_a_later_sentence_on_the_same_topic_is_the_current_version():
+    # no edge links the two statements; the later one matches the question less well but says the same kind of thing
+    old = _ev("a", 1, "I take the 47 bus to work every day")
+    new = _ev("b", 6, "the e-scooter has changed my life, work in 12 minutes")
+    question = "How does Noor get to work now?"
+    shape = shape_of(question, ["Noor"], None)
+    ranked = [(old, 0.60), (new, 0.50)]
+    args = (_graph(old, new), shape, ranked, {}, 0.9, None, AskSettings(), question)
+    assert answer_offline(*args, _readers(topic=0.7)).source_refs == ["m6"]
+    assert answer_offline(*args, _readers(topic=0.1)).source_refs == ["m1"]  # another topic: not a revision
+    # asked about the state before something, the best match stands
+    before_q = "How did Noor get to work before the e-scooter?"
+    before = answer_offline(_graph(old, new), shape_of(before_q, ["Noor"], None), ranked, {}, 0.9, None,
+                            AskSettings(), before_q, _readers(topic=0.7))
+    assert before.source_refs == ["m1"]
+
+
+def test_the_sentence_fallback_prefers_a_sentence_of_the_asked_type():
+    vague = _ev("a", 1, "honestly the move has been the best decision of my life")
+    placed = _ev("b", 2, "we finally settled in Lisbon after all that")
+    question = "Where does Noor live?"
+    shape = shape_of(question, ["Noor"], None)
+    args = (_graph(vague, placed), shape)
+    close = answer_offline(*args, [(vague, 0.62), (placed, 0.58)], {}, 0.9, None, AskSettings(), question)
+    assert close.source_refs == ["m2"]  # a where-question wants a place: the sentence naming one
+    far = answer_offline(*args, [(vague, 0.62), (placed, 0.40)], {}, 0.9, None, AskSettings(), question)
+    assert far.source_refs == ["m1"]  # too far below the best to be moved up
+
+
+def test_a_date_answers_only_a_when_question():
+    race = _ev("r", 3, "signed up for the Harbour 10k in October", value="October 2024", facet="date:race")
+    graph = _graph(race)
+    which = "Which race is Noor training for?"
+    assert extract_value(graph, race, shape_of(which, ["Noor"], None), which) == race.quote
+    when = "When is Noor's race?"
+    assert extract_value(graph, race, shape_of(when, ["Noor"], None), when) != race.quote

@@ -382,16 +382,22 @@ class RuleExtractor:
                              question)
 
     def _informative(self, sent: Any, text: str) -> bool:
+        """Does the sentence state something a question could ask about? Small talk does not; a statement by a
+        person with a content verb does ("you should mention moving"), and so does one holding a noun, name or
+        number, even in passing ("plot 14 waits for no one", "size 46 shoes")."""
         if _SMALLTALK.match(text) and len(text.split()) < 8:
             return False
         words = content_words(text)
-        if len(words) < 3:
+        if not words:
             return False
         has_subject = any(t.dep_ in ("nsubj", "nsubjpass") and (t.lower_ in ("i", "we", "you") or t.ent_type_ == "PERSON" or t.pos_ == "PROPN") for t in sent)
-        content_verb = any(t.pos_ == "VERB" and t.lemma_.lower() not in _WEAK_VERBS for t in sent) or any(
-            t.pos_ == "VERB" and t.text.lower() not in _WEAK_VERBS for t in sent
-        )
-        return has_subject and (content_verb or len(words) >= 5)
+        content_verb = any(t.pos_ == "VERB" and (t.lemma_.lower() not in _WEAK_VERBS or t.text.lower() not in _WEAK_VERBS)
+                           for t in sent)
+        if has_subject and len(words) >= 3 and (content_verb or len(words) >= 5):
+            return True
+        if not any(t.pos_ in ("NOUN", "PROPN", "NUM") for t in sent):
+            return False
+        return len(words) >= 3 or any(t.pos_ in ("PROPN", "NUM") or t.ent_type_ for t in sent)
 
     def _facets(self, msg: MessageIn, sent: Any, text: str, ctx: _Context, known: list[EventOut], other: str | None,
                 around: tuple[str, str] = ("", "")) -> list[dict[str, Any]]:

@@ -405,6 +405,7 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
                 frames.append(f)
     if not frames:
         frames.extend(_fragment_frames(sent, speaker))
+    frames.extend(_role_frames(sent, speaker, other, participants))
     seen: set[tuple[str, str, str]] = set()  # one hyphenated word split into sibling objects gives one frame
     return [f for f in frames if (f.subject, f.key, f.value) not in seen and not seen.add((f.subject, f.key, f.value))]
 
@@ -442,6 +443,62 @@ def _fragment_frames(sent: Any, speaker: str) -> list[Frame]:
         return []
     f = _frame(speaker, "it", root, sent, verb=None, copular=True)
     return [f] if f is not None else []
+
+
+#: where a bare noun phrase stands on its own in chat ("air traffic controller, not pilot", "paramedic life")
+_BARE_NP_DEPS = ("ROOT", "appos", "npadvmod", "dep")
+
+
+def _role_frames(sent: Any, speaker: str, other: str | None, participants: Sequence[str]) -> list[Frame]:
+    """A role the speaker names as their own without a verb (`tracecli.graph.lexicon.is_role`): chat states a job
+    as a bare noun phrase ("air traffic controller, not pilot", "senior backend developer thank you") or as
+    the modifier of one ("paramedic life", "structural engineer tidy"); "they made me volunteer coordinator"
+    puts the object in the role. Read like "I'm a paramedic" (key `be`). A determiner or possessor ("the nurse",
+    "my nurse") or a negation ("not pilot") makes it someone else's or not theirs."""
+    from tracecli.graph.lexicon import is_role
+
+    out: list[Frame] = []
+    for tok in sent:
+        if tok.pos_ not in ("NOUN", "ADJ", "PROPN") or tok.tag_ in ("NNS", "NNPS") \
+                or (tok.text[:1].isupper() and tok.i != sent.start) \
+                or not is_role(tok.lemma_ if tok.pos_ == "NOUN" else tok.lower_, adjective=tok.pos_ == "ADJ"):
+            continue  # one role, a common noun: a plural is a group, a capitalised word mid-sentence a name
+        if any(c.dep_ in ("det", "poss", "relcl", "acl") or c.ent_type_ in ("DATE", "TIME")
+               or (c.dep_ == "compound" and c.pos_ == "PRON") for c in tok.children) \
+                or (tok.i > sent.start and tok.nbor(-1).lower_ in ("not", "no", "never", "ex", "former", "mr", "mrs", "ms")):
+            continue  # someone else's ("the nurse"), not theirs ("not pilot"), an appointment ("dentist tomorrow"),
+            # a form of address ("mr goalkeeper"), or a thing of that kind ("something vegan")
+        if tok.dep_ == "ROOT" and len([t for t in sent if not t.is_punct]) == 1:
+            continue  # a one-word reply ("genius") judges what the other said
+        holder: str | None = speaker
+        if tok.dep_ in ("ccomp", "oprd", "xcomp"):  # "made me volunteer coordinator"
+            obj = next((c for c in tok.children if c.dep_ in ("nsubj", "dobj")), None)  # the small clause's subject
+            holder = resolve_person(obj, speaker, other, participants) if obj is not None else None
+        elif tok.dep_ in ("compound", "amod"):
+            head = tok.head
+            if head.pos_ != "NOUN" or head.dep_ not in (*_BARE_NP_DEPS, "conj") \
+                    or any(c.dep_ in ("det", "poss") for c in head.children):
+                continue
+        elif tok.dep_ not in _BARE_NP_DEPS or tok.pos_ != "NOUN":
+            continue
+        if holder is None:
+            continue
+        f = _frame(holder, "be", tok, sent, verb=None, copular=True)
+        if f is not None:
+            out.append(_role_span(f, tok, sent))
+    # a role word inside a longer role ("freelance" in "freelance translator") is not a role of its own
+    return [f for f in out if not any(set(f.value_tokens) < set(g.value_tokens) for g in out)]
+
+
+def _role_span(f: Frame, tok: Any, sent: Any) -> Frame:
+    """The role with the modifiers just before it, wherever the parser attached them ("freelance translator")."""
+    first = tok
+    while first.i > sent.start and first.nbor(-1).pos_ in ("ADJ", "NOUN", "PROPN") and first.nbor(-1).dep_ in ("amod", "compound"):
+        first = first.nbor(-1)
+    start = first.idx - sent.start_char
+    end = tok.idx + len(tok.text) - sent.start_char
+    return Frame(**{**f.__dict__, "value": sent.text[start:end], "start": start, "end": end,
+                    "value_tokens": tuple(range(first.i, tok.i + 1))})
 
 
 def _copular_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, other: str | None,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tracecli.graph.dates import format_date
-from tracecli.query.frame_answer import before_cut, said_before
+from tracecli.query.frame_answer import asks_role, before_cut, said_before
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape
@@ -37,6 +37,7 @@ class Readers:
 
     sentence_sim: Callable[[Sequence[EventNode]], Sequence[float]]  # each event's sentence vs the question
     value_fit: Callable[[str, Sequence[str]], Sequence[float]]  # asked noun phrase vs candidate values
+    between: Callable[[EventNode, Sequence[EventNode]], Sequence[float]]  # one event's sentence vs others'
 
 
 @dataclass
@@ -199,8 +200,8 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape, question: str 
         return _entity(ev.quote, ("GPE", "LOC", "FAC")) or ev.quote
     if shape.wh == "who":
         return _entity(ev.quote, ("PERSON",), avoid=(ev.subject,)) or ev.quote
-    if ev.value and ev.facet:
-        return _value_text(ev)
+    if ev.value and ev.facet and not ev.facet.startswith("date:"):
+        return _value_text(ev)  # (a date answers only a when-question: "Which race …?" is not "October")
     return ev.quote  # a sentence matched on closeness alone: the whole of it, not a frame value it happens to hold
 
 
@@ -251,13 +252,53 @@ def _fuller_statement(graph: Graph, ev: EventNode, as_of: str | None) -> EventNo
     return max(fuller, key=_order) if fuller else None
 
 
-def _latest_restatement(valid: Sequence[tuple[EventNode, float]]) -> EventNode:
+def _latest_restatement(valid: Sequence[tuple[EventNode, float]], topic: Callable[[EventNode, Sequence[EventNode]], Sequence[float]] | None = None,
+                        margin: float = 0.0, closeness: float = 1.0) -> EventNode:
     """The latest of the best sentence's restatements: the same person's sentences that match the question nearly
-    as well (within `RESTATEMENT_MARGIN`). Asked for the state now or at a date, a fact said again later in other
-    words is its newer version even where no `updates` edge was drawn (an implicit revision read at query time)."""
+    as well (within `RESTATEMENT_MARGIN`), or within `margin` when their sentence is `closeness` near the best
+    one's (`topic`: the same subject matter in other words). Asked for the state now or at a date, a fact said
+    again later in other words is its newer version even where no `updates` edge was drawn (an implicit revision
+    read at query time)."""
     best, top = valid[0]
-    rivals = [ev for ev, sc in valid[:8] if sc >= top - RESTATEMENT_MARGIN and ev.subject == best.subject and not ev.negated]
+    mine = [(ev, sc) for ev, sc in valid[:8] if ev.subject == best.subject and not ev.negated]
+    rivals = [ev for ev, sc in mine if sc >= top - RESTATEMENT_MARGIN]
+    wide = [ev for ev, sc in mine if top - margin <= sc < top - RESTATEMENT_MARGIN and _order(ev) > _order(best)]
+    if topic is not None and wide:
+        rivals += [ev for ev, near in zip(wide, topic(best, wide)) if near >= closeness]
     return max(rivals or [best], key=lambda e: (e.seq, e.sentence_idx))
+
+
+#: entity labels of the value a question word asks for: the sentence fallback prefers a sentence holding one
+_WANTED_ENTITIES = {"where": ("GPE", "LOC", "FAC"), "who": ("PERSON", "ORG"), "when": ("DATE", "TIME")}
+#: how far down the ranked sentences (count, and score below the best) a sentence of the wanted type may come from
+TYPED_WINDOW, TYPED_MARGIN = 5, 0.08
+
+
+def _typed_first(valid: list[tuple[EventNode, float]], shape: QueryShape,
+                 people: Sequence[str]) -> list[tuple[EventNode, float]]:
+    """Move up the best-ranked sentence, nearly as good as the first, that holds a value of the type the question
+    word asks for (a place for "where", a person or organisation for "who", a date for "when"): a sentence
+    without one cannot answer it, however close its words."""
+    labels = _WANTED_ENTITIES.get(shape.wh)
+    if labels is None or not valid:
+        return valid
+    top = valid[0][1]
+    for i, (ev, score) in enumerate(valid[:TYPED_WINDOW]):
+        if score < top - TYPED_MARGIN:
+            break
+        if _holds(ev.quote, labels, people):
+            return [valid[i], *valid[:i], *valid[i + 1:]]
+    return valid
+
+
+def _holds(text: str, labels: tuple[str, ...], people: Sequence[str]) -> bool:
+    """Does `text` name an entity with one of `labels` (a known place counts as GPE), other than `people`?"""
+    if "GPE" in labels:
+        from tracecli.graph.gazetteer import is_place
+
+        if any(is_place(m.group(0)) for m in re.finditer(r"[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,2}", text)):
+            return True
+    return _entity(text, labels, avoid=people) is not None
 
 
 def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],
@@ -265,6 +306,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
                    settings: AskSettings, question: str = "", readers: Readers | None = None) -> Answer:
     """A concise extractive answer with its source refs, or an abstention."""
     found = facet_answer(graph, shape, relevance, as_of, settings)
+    if found is not None and found[0].facet == "employer" and question and asks_role(question):
+        found = None  # "What is Noor's job?" asks for the role Noor holds, not for the employer
     if found is not None and shape.wh != "yesno" and echoes(question, found[0].value):
         found = None  # "Which fencing club …?" is not answered by the hobby "fencing": the question names it
     if found is not None and shape.before_event_verb is None and shape.back_when is None:
@@ -318,9 +361,12 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
                             key=lambda x: (-x[1], x[0].seq))[:8]
         valid = before or valid
     if best is None and valid:
+        valid = _typed_first(valid, shape, named_people(graph, shape))
         best = valid[0][0]
         if (shape.wants_current and shape.says_now) or as_of is not None or cut is not None:
-            best = _latest_restatement(valid)
+            wide = shape.wants_current and cut is None and readers is not None
+            best = _latest_restatement(valid, readers.between if wide and readers else None, settings.restate_margin,
+                                       settings.restate_topic)
     if best is None:
         if as_of is not None:
             # nothing relevant had been said by that date

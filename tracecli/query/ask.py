@@ -537,7 +537,13 @@ class Asker:
             q = cache[phrase]
             return [float(cache[v] @ q) for v in values]
 
-        return Readers(sentence_sim, value_fit)
+        def between(event: EventNode, others: Sequence[EventNode]) -> list[float]:
+            if not others:
+                return []
+            m = vectors.matrix([event, *others])
+            return (m[1:] @ m[0]).tolist()
+
+        return Readers(sentence_sim, value_fit, between)
 
     def _rerank_sentences(self, scope: _Scope, qvec: np.ndarray, ranked: list[tuple[EventNode, float]],
                           shape: QueryShape, top: int = 16) -> list[tuple[EventNode, float]]:

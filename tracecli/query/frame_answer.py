@@ -72,6 +72,36 @@ def asked_noun(question: str) -> str | None:
     return None
 
 
+#: prepositions that place an occupation noun rather than ask for it ("What did Mei work on at her job?")
+_PLACING_PREPS = frozenset("at in on from during before after since about".split())
+
+
+def asks_role(question: str) -> bool:
+    """Does the question ask for someone's occupation — an occupation noun it asks about ("What is Noor's
+    job?", "What does Noor do for work?", "What kind of work …") or "do … for a living"?"""
+    from tracecli.graph.lexicon import is_occupation
+
+    for tok in _parse(question):
+        if tok.pos_ != "NOUN":
+            continue
+        if tok.lower_ == "living" and tok.dep_ == "pobj" and tok.head.lower_ == "for":
+            return True
+        if is_occupation(tok.lemma_ or tok.text) and not (tok.dep_ == "pobj" and tok.head.lower_ in _PLACING_PREPS):
+            return True
+    return False
+
+
+def _holds_role(frame: Mapping[str, Any]) -> bool:
+    """A frame that puts its subject in a role ("I'm a nurse", "works as a baker", "paramedic life") whose value
+    is a role noun (`tracecli.graph.lexicon.is_role`)."""
+    from tracecli.graph.lexicon import is_role
+
+    key = str(frame.get("key", ""))
+    identity = key == "be" or key.split(" ")[0] == "become" or key.endswith(" as") or key == "promote to" \
+        or (bool(frame.get("facet")) and key.endswith("occupation"))
+    return identity and is_role(str(frame.get("head", "")))
+
+
 def _facet_frame(ev: EventNode) -> dict[str, Any] | None:
     """A typed-facet event read as a frame: its key is the facet's own words ('employer' → 'work employer')."""
     if not ev.facet or not ev.value:
@@ -167,6 +197,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
         wanted = frozenset({"number", "date", "code"})  # "how long / many / much / old / often" asks for an amount
     before_value = None
     noun = asked_noun(question)
+    role = asks_role(question)
     m = _BEFORE_VALUE.search(question) if "before" in question.lower() else None
     if m:
         before_value = set(re.findall(r"\w+", m.group("value").lower())) - _QUESTION_WORDS
@@ -195,6 +226,9 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             continue  # the question names this value: it is not the answer (unless "before X", below)
         key = _key_words(frame)
         key_hit = len(key & qwords) / len(key) if key else 0.0
+        if role and _holds_role(frame):
+            cands.append(_Cand(ev, frame, 1.0, True, relevance.get(ev.id, 0.0)))
+            continue  # "What is Noor's job?" is answered by the role Noor holds, a person noun ("paramedic")
         if noun is not None and frame.get("type") == "thing" and noun not in value_words \
                 and frame.get("head") != noun:
             if key_hit > 0:

