@@ -195,3 +195,37 @@ def test_a_date_answers_only_a_when_question():
     assert extract_value(graph, race, shape_of(which, ["Noor"], None), which) == race.quote
     when = "When is Noor's race?"
     assert extract_value(graph, race, shape_of(when, ["Noor"], None), when) != race.quote
+
+
+def test_a_question_put_to_the_person_is_answered_by_their_reply():
+    # chat leaves off the question mark: the question became an event of the person asked
+    asked = _ev("q", 3, "quick one for the form, what's your shoe size, they need it by friday")
+    asked.speaker = "Ivo"
+    reply = _ev("r", 4, "44, wide fit. good luck finding them")
+    reply.speaker = "Noor"
+    later = _ev("l", 9, "got the new running shoes today")
+    later.speaker = "Noor"
+    question = "What is Noor's shoe size?"
+    ans = answer_offline(_graph(asked, reply, later), shape_of(question, ["Noor"], None), [(asked, 0.7), (later, 0.6)],
+                         {}, 0.9, None, AskSettings(), question)
+    assert ans.source_refs[0] == "m4" and "44" in ans.text
+    # a statement about the person by someone else is no question: it stands
+    told = _ev("t", 3, "Noor told me your size is tiny")
+    told.speaker = "Ivo"
+    plain = answer_offline(_graph(told, reply), shape_of(question, ["Noor"], None), [(told, 0.7)], {}, 0.9, None,
+                           AskSettings(), question)
+    assert plain.source_refs == ["m3"]
+
+
+def test_a_frame_answer_gives_way_to_the_fact_said_again_later():
+    # the frame layer read the old statement; the new one is a plain sentence no edge links to it
+    frame = {"key": "read", "type": "name", "head": "piranesi"}
+    old = _ev("o", 2, "I'm reading Piranesi for book club", value="Piranesi", frame=frame)
+    new = _ev("n", 7, "book club moved on to Demon Copperhead, 500 pages, send help")
+    question = "Which book is Noor reading for book club now?"
+    shape = shape_of(question, ["Noor"], None)
+    args = (_graph(old, new), shape, [(old, 0.7), (new, 0.6)], {"o": 0.8, "n": 0.7}, 0.9, None)
+    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.7)).source_refs == ["m7"]
+    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.1)).text == "Piranesi"  # another topic
+    off = answer_offline(*args, AskSettings(frame_restate=False), question, _readers(topic=0.7))
+    assert off.text == "Piranesi"

@@ -274,6 +274,20 @@ _WANTED_ENTITIES = {"where": ("GPE", "LOC", "FAC"), "who": ("PERSON", "ORG"), "w
 TYPED_WINDOW, TYPED_MARGIN = 5, 0.08
 
 
+def _said_again_later(ev: EventNode, ranked: Sequence[tuple[EventNode, float]], as_of: str | None,
+                      settings: AskSettings, readers: Readers) -> EventNode | None:
+    """A later sentence of the same person, among the best ranked, on the frame's subject matter (its sentence
+    `restate_topic` close to the frame's) and matching the question within `restate_margin` of the best: the
+    fact said again with a value the frame layer did not link (an implicit revision read at query time)."""
+    if not ranked:
+        return None
+    top = ranked[0][1]
+    later = [e for e, sc in ranked[:8] if e.subject == ev.subject and _order(e) > _order(ev) and not e.negated
+             and e.validity_at(as_of) > 0 and sc >= top - settings.restate_margin]
+    near = [e for e, sim in zip(later, readers.between(ev, later)) if sim >= settings.restate_topic]
+    return max(near, key=_order) if near else None
+
+
 def _typed_first(valid: list[tuple[EventNode, float]], shape: QueryShape,
                  people: Sequence[str]) -> list[tuple[EventNode, float]]:
     """Move up the best-ranked sentence, nearly as good as the first, that holds a value of the type the question
@@ -301,6 +315,22 @@ def _holds(text: str, labels: tuple[str, ...], people: Sequence[str]) -> bool:
     return _entity(text, labels, avoid=people) is not None
 
 
+_ASKING = re.compile(r"(?i)\b(?:what|which|where|when|who|how)\b(?:'s|’s)?[^.!]{0,40}?\byou(?:r|rs)?\b")
+
+
+def _asks(ev: EventNode) -> bool:
+    """Is the sentence a question put to the person it is about ("what's your blood type, they want donors")?
+    Chat often leaves off the question mark, so the sentence became an event of the person asked."""
+    return ev.speaker is not None and ev.speaker != ev.subject and bool(_ASKING.search(ev.quote))
+
+
+def _reply(graph: Graph, question: EventNode) -> EventNode | None:
+    """The first sentence the person asked said after the question, in the same session: their answer."""
+    after = [ev for ev in graph.events.values() if ev.session_id == question.session_id and ev.seq > question.seq
+             and ev.speaker == question.subject]
+    return min(after, key=_order) if after else None
+
+
 def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],
                    relevance: Mapping[str, float], best_note_cosine: float, as_of: str | None,
                    settings: AskSettings, question: str = "", readers: Readers | None = None) -> Answer:
@@ -324,6 +354,11 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is None and question and "frames" not in settings.ablate:
         framed = _from_frame(graph, shape, question, relevance, as_of, readers)
+        if framed is not None and settings.frame_restate and not framed.abstained and readers is not None \
+                and shape.wants_current and shape.says_now and "before" not in question.lower():
+            newer = _said_again_later(graph.events[framed.event_ids[0]], ranked_events, as_of, settings, readers)
+            if newer is not None:
+                return event_answer(graph, newer, shape, best_note_cosine, question)
         if framed is not None:
             return framed
     if found is not None:
@@ -367,6 +402,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
             wide = shape.wants_current and cut is None and readers is not None
             best = _latest_restatement(valid, readers.between if wide and readers else None, settings.restate_margin,
                                        settings.restate_topic)
+    if best is not None and _asks(best):
+        best = _reply(graph, best) or best
     if best is None:
         if as_of is not None:
             # nothing relevant had been said by that date

@@ -226,9 +226,10 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             continue  # the question names this value: it is not the answer (unless "before X", below)
         key = _key_words(frame)
         key_hit = len(key & qwords) / len(key) if key else 0.0
-        if role and _holds_role(frame):
+        if role and _holds_role(frame) and ev.speaker in (None, ev.subject):
             cands.append(_Cand(ev, frame, 1.0, True, relevance.get(ev.id, 0.0)))
-            continue  # "What is Noor's job?" is answered by the role Noor holds, a person noun ("paramedic")
+            continue  # "What is Noor's job?" is answered by the role Noor holds, a person noun ("paramedic"), as
+            # Noor says it: what others call someone ("you're a saint") is praise more often than a job
         if noun is not None and frame.get("type") == "thing" and noun not in value_words \
                 and frame.get("head") != noun:
             if key_hit > 0:

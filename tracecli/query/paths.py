@@ -51,6 +51,7 @@ class EventNode:
     valid_until: str | None
     topic_id: str | None
     frame: dict[str, Any] | None = None  # the open statement frame (tracecli.graph.frames), if any
+    speaker: str | None = None  # who said it (the subject may be the person spoken to)
     note_rowids: list[int] = field(default_factory=list)
     message_ids: list[str] = field(default_factory=list)
     source_refs: list[str] = field(default_factory=list)
@@ -129,7 +130,7 @@ def load_graph(store: Store, conversation_ids: Sequence[str]) -> Graph:
             event_time=r["event_time"], event_time_granularity=r["event_time_granularity"], seq=r["seq"],
             sentence_idx=r["sentence_idx"], facet=r["facet"], value=r["value"], negated=bool(r["negated"]),
             confidence=r["confidence"], validity=r["validity"], valid_until=r["valid_until"], topic_id=r["topic_id"],
-            frame=json.loads(r["frame"]) if r["frame"] else None,
+            frame=json.loads(r["frame"]) if r["frame"] else None, speaker=r["speaker"],
         )
     by_note: dict[int, list[str]] = defaultdict(list)
     qualify = len(conversation_ids) > 1

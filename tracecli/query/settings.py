@@ -71,6 +71,9 @@ class AskSettings:
     # 402 / 86 without it and 402 / 83 with 0.12 / 0.5
     restate_margin: float = 0.2
     restate_topic: float = 0.4
+    # the same rule after a frame answer to a question about the state now ("… now?"): on A–H 406 / 78 → 411 / 76
+    # (for every current-state question it cost never-revised answers: 407 / 76)
+    frame_restate: bool = True
     abstain_below: float = 0.30  # best evidence relevance (cosine) under which the offline answer abstains
     facet_confidence_floor: float = 0.5  # facet events below this confidence do not answer on their own
     # ablations (`ask --ablate`, `eval --ablate`): parts of the pipeline switched off, see ABLATIONS
