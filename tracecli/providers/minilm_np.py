@@ -156,6 +156,33 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Element-wise steps (GELU's ~15 passes, softmax's 5) run on blocks of about this many floats, so a block
+#: stays in the core's cache (1 MiB of L2 here) between passes instead of streaming a batch of long texts'
+#: activations (25-50 MB) through memory once per pass: ~2× faster on such a batch. Every element gets
+#: the same float32 operations either way, and the softmax's max and sum run along each row as before, so
+#: the vectors are the same bits (tests/test_minilm_np.py).
+BLOCK_FLOATS = 1 << 16
+GELU_ROWS = 64  # rows of the (tokens, 1536) feed-forward activations: 98K floats
+
+
+def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray, scale: np.float32) -> np.ndarray:
+    """Softmax(q·kᵀ·scale + bias)·v for (texts, heads, L, dh) arrays, a few (text, head) matrices at a time."""
+    n, heads, length, dh = q.shape
+    out = np.empty_like(q)
+    per_block = max(1, BLOCK_FLOATS // (length * length))
+    for t in range(n):
+        for h0 in range(0, heads, per_block):
+            h1 = min(heads, h0 + per_block)
+            probs = q[t, h0:h1] @ k[t, h0:h1].transpose(0, 2, 1)
+            probs *= scale
+            probs += bias[t]
+            probs -= probs.max(axis=-1, keepdims=True)
+            np.exp(probs, out=probs)
+            probs /= probs.sum(axis=-1, keepdims=True)
+            np.matmul(probs, v[t, h0:h1], out=out[t, h0:h1])
+    return out
+
+
 def _chunks(order: list[int], lengths: list[int], size: int = CHUNK) -> list[list[int]]:
     """Split indices sorted by length into batches of at most `size` whose padding stays small."""
     chunks: list[list[int]] = []
@@ -340,17 +367,12 @@ class MiniLMNumpy:
             qkv = qkv.reshape(n, length, 3, heads, dh).transpose(2, 0, 3, 1, 4)  # (3, n, heads, L, dh)
             # contiguous copies: numpy's stacked matmul on strided views skips BLAS and is ~15x slower
             q, k, v = (np.ascontiguousarray(qkv[i]) for i in range(3))
-            probs = q @ k.transpose(0, 1, 3, 2)
-            probs *= scale
-            probs += bias
-            probs -= probs.max(axis=-1, keepdims=True)
-            np.exp(probs, out=probs)
-            probs /= probs.sum(axis=-1, keepdims=True)
-            ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(n * length, hidden)
+            ctx = _attention(q, k, v, bias, scale).transpose(0, 2, 1, 3).reshape(n * length, hidden)
             x = _layer_norm(x + ctx @ layer.attn_out_w + layer.attn_out_b, layer.attn_ln_w, layer.attn_ln_b, cfg.layer_norm_eps)
             h = x @ layer.inter_w
             h += layer.inter_b
-            h = _gelu(h)
+            for start in range(0, len(h), GELU_ROWS):
+                h[start : start + GELU_ROWS] = _gelu(h[start : start + GELU_ROWS])
             x = _layer_norm(x + h @ layer.out_w + layer.out_b, layer.out_ln_w, layer.out_ln_b, cfg.layer_norm_eps)
         x = x.reshape(n, length, hidden)
         # mean pooling over real tokens, then L2 normalisation (torch's normalize: eps 1e-12)
