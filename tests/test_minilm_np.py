@@ -201,3 +201,16 @@ def test_cache_sized_blocks_give_the_same_bits(monkeypatch) -> None:
     monkeypatch.setattr(minilm_np, "GELU_ROWS", 1 << 40)
     whole = model.encode(texts)
     assert np.array_equal(blocked, whole)
+
+
+def test_long_texts_are_shared_from_two_chunks_short_ones_from_eight() -> None:
+    """A call goes to the helper process when its chunks are many (8) or, from two chunks, when they hold
+    enough work: two chunks of page-length texts do, a question or a session's few short snapshots do not."""
+    def parts_of(lengths: list[int]) -> tuple[list[list[int]], list[list[int]]]:
+        ids = [[0] * n for n in lengths]
+        return minilm_np._chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), lengths), ids
+
+    assert minilm_np._worth_sharing(*parts_of([256] * 20))  # two chunks of wiki pages
+    assert not minilm_np._worth_sharing(*parts_of([256] * 16))  # one chunk: nothing to share
+    assert not minilm_np._worth_sharing(*parts_of([24] * 40))  # three chunks of short messages
+    assert minilm_np._worth_sharing(*parts_of([24] * 130))  # nine chunks of them, as before

@@ -203,8 +203,11 @@ def _chunks(order: list[int], lengths: list[int], size: int = CHUNK) -> list[lis
 
 #: environment variable: processes that share one big `encode` call (default: 2 on a machine with 2+ cores)
 PROCESSES_ENV = "TRACECLI_EMBED_PROCESSES"
-#: chunks below which a call stays in this process (a question, a session's snapshots)
+#: chunks below which a call stays in this process (a question, a session's snapshots) ...
 PARALLEL_MIN_CHUNKS = 8
+#: ... unless its chunks hold this much work (rows × padded length) between them: two chunks of long texts
+#: (a conversation's wiki pages, up to 256 tokens each) are worth a second core, where the fork costs little
+PARALLEL_MIN_WORK = 4096
 _HELPER_MODEL: Any = None
 
 
@@ -216,6 +219,13 @@ def _processes() -> int:
         except ValueError:
             return 1
     return min(2, os.cpu_count() or 1)
+
+
+def _worth_sharing(parts: list[list[int]], ids: list[list[int]]) -> bool:
+    """Whether a call's chunks are enough work to share with the helper process."""
+    if len(parts) < 2:
+        return False
+    return len(parts) >= PARALLEL_MIN_CHUNKS or sum(len(p) * max(len(ids[i]) for i in p) for p in parts) >= PARALLEL_MIN_WORK
 
 
 def _share(parts: list[list[int]], ids: list[list[int]]) -> tuple[list[list[int]], list[list[int]]]:
@@ -309,7 +319,7 @@ class MiniLMNumpy:
             return out
         ids = self.tokenize(texts)
         parts = _chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), [len(x) for x in ids], chunk)
-        helper = self._helper() if threads == 1 and len(parts) >= PARALLEL_MIN_CHUNKS else None
+        helper = self._helper() if threads == 1 and _worth_sharing(parts, ids) else None
         with blas_threads(threads):
             if helper is None:
                 for part in parts:
