@@ -314,24 +314,41 @@ class MiniLMNumpy:
         `threads`: BLAS threads (None: BLAS's default, every core); `chunk`: texts per forward pass.
         Neither changes a vector beyond float32 rounding.
         """
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        if not texts:
-            return out
-        ids = self.tokenize(texts)
-        parts = _chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), [len(x) for x in ids], chunk)
+        return self.encode_each([texts], threads=threads, chunk=chunk)[0]
+
+    def encode_each(self, batches: Sequence[Sequence[str]], *, threads: int | None = 1,
+                    chunk: int = CHUNK) -> list[np.ndarray]:
+        """`encode` of each batch, computed together.
+
+        Each batch is cut into the chunks its own `encode` call would make, so its vectors are those bits;
+        the chunks of all the batches are then shared with the helper process as one call's are. Many small
+        batches (a wiki's snapshot texts, one batch per session) thus use both cores.
+        """
+        ids: list[list[int]] = []
+        parts: list[list[int]] = []
+        bounds: list[tuple[int, int]] = []
+        for texts in batches:
+            start = len(ids)
+            if texts:
+                own = self.tokenize(texts)
+                order = sorted(range(len(own)), key=lambda i: len(own[i]))
+                parts += [[start + i for i in part] for part in _chunks(order, [len(x) for x in own], chunk)]
+                ids += own
+            bounds.append((start, len(ids)))
+        out = np.zeros((len(ids), self.dimension), dtype=np.float32)
         helper = self._helper() if threads == 1 and _worth_sharing(parts, ids) else None
         with blas_threads(threads):
             if helper is None:
                 for part in parts:
                     out[part] = self._forward([ids[i] for i in part])
-                return out
-            mine, theirs = _share(parts, ids)
-            pending = helper.apply_async(_forward_in_helper, ([[ids[i] for i in part] for part in theirs],))
-            for part in mine:
-                out[part] = self._forward([ids[i] for i in part])
-            for part, vecs in zip(theirs, pending.get()):
-                out[part] = vecs
-        return out
+            else:
+                mine, theirs = _share(parts, ids)
+                pending = helper.apply_async(_forward_in_helper, ([[ids[i] for i in part] for part in theirs],))
+                for part in mine:
+                    out[part] = self._forward([ids[i] for i in part])
+                for part, vecs in zip(theirs, pending.get()):
+                    out[part] = vecs
+        return [out[a:b] for a, b in bounds]
 
     def _helper(self) -> Any:
         """A second process (forked from this one, the weights shared) that runs forward passes, or None.
