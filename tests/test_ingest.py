@@ -399,3 +399,60 @@ def test_embedding_runs_shortest_first_and_returns_vectors_in_message_order(monk
     assert [[len(t) for t in b] for b in emb.batches] == [[1, 2, 2], [5, 7, 9], [30]]  # padded to similar lengths
     assert seen == [(3, 7), (6, 7), (7, 7)]
     assert pipeline.embed_by_length(emb, [], None) == []
+
+
+# -- planning once when nothing else wrote ----------------------------------------------------------
+
+
+class _WritesMeanwhile:
+    """The real embedder; while it embeds, `during` (if set) runs once: another connection's write."""
+
+    def __init__(self, inner: Any, during: Any = None) -> None:
+        self.inner, self.during = inner, during
+        self.id, self.dimension = inner.id, inner.dimension
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if self.during is not None:
+            during, self.during = self.during, None
+            during()
+        return self.inner.embed_batch(texts)
+
+
+def _count_plans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from tracecli.ingest import pipeline
+
+    calls: list[str] = []
+    real = pipeline._plan
+
+    def counted(store: Store, conv: Any, name: str) -> Any:
+        calls.append(conv.conversation_id)
+        return real(store, conv, name)
+
+    monkeypatch.setattr(pipeline, "_plan", counted)
+    return calls
+
+
+def test_the_plan_stands_when_no_other_connection_wrote(store: Store, embedder: Any,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _count_plans(monkeypatch)
+    [res] = ingest(store, FIXTURES / "native_sessions.json", _WritesMeanwhile(embedder))
+    assert calls == ["trip-planning"]  # matched against the store once, not again under the lock
+    assert res.conversations[0].new_messages == 4 and counts(store)["messages"] == 4
+
+
+def test_a_write_by_another_connection_while_embedding_is_planned_again(store: Store, db_path: Path, embedder: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another ingest of the same file commits while this one embeds: this one plans again under the lock
+    and stores nothing twice (no duplicate rows, no clash)."""
+    def other_ingest() -> None:
+        other = open_store(db_path)
+        try:
+            ingest(other, FIXTURES / "native_sessions.json", embedder)
+        finally:
+            other.close()
+
+    calls = _count_plans(monkeypatch)
+    [res] = ingest(store, FIXTURES / "native_sessions.json", _WritesMeanwhile(embedder, other_ingest))
+    assert calls.count("trip-planning") == 3  # ours, the other ingest's, ours again under the lock
+    assert (res.conversations[0].new_messages, res.conversations[0].skipped_messages) == (0, 4)
+    assert counts(store) == {"conversations": 1, "sessions": 2, "messages": 4, "notes": 4, "notes_fts": 4, "note_vectors": 4}

@@ -186,3 +186,31 @@ def test_two_processes_give_the_same_bits(monkeypatch) -> None:
     mine, theirs = minilm_np._share(parts, ids)
     cost = [sum(len(p) * max(len(ids[i]) for i in p) for p in half) for half in (mine, theirs)]
     assert sorted(sum(mine + theirs, [])) == list(range(len(texts))) and abs(cost[0] - cost[1]) <= 0.1 * sum(cost)
+
+
+def test_cache_sized_blocks_give_the_same_bits(monkeypatch) -> None:
+    """GELU and the attention's softmax run on cache-sized blocks; the vectors are bit for bit those of one
+    block per array (the whole batch at once), for short texts and for texts cut at 256 tokens."""
+    model = minilm_np.load()
+    texts = TEXTS + [f"{w} " * (5 + i * 11) for i, w in enumerate(("rent", "Lisbon", "badminton", "promotion"))]
+    monkeypatch.setenv(minilm_np.PROCESSES_ENV, "1")
+    # the blocks are real: a 256-token text's attention scores (12 heads × 256²) span several blocks
+    assert minilm_np.BLOCK_FLOATS < 12 * 256 * 256 and minilm_np.GELU_ROWS < 256
+    blocked = model.encode(texts)
+    monkeypatch.setattr(minilm_np, "BLOCK_FLOATS", 1 << 40)
+    monkeypatch.setattr(minilm_np, "GELU_ROWS", 1 << 40)
+    whole = model.encode(texts)
+    assert np.array_equal(blocked, whole)
+
+
+def test_long_texts_are_shared_from_two_chunks_short_ones_from_eight() -> None:
+    """A call goes to the helper process when its chunks are many (8) or, from two chunks, when they hold
+    enough work: two chunks of page-length texts do, a question or a session's few short snapshots do not."""
+    def parts_of(lengths: list[int]) -> tuple[list[list[int]], list[list[int]]]:
+        ids = [[0] * n for n in lengths]
+        return minilm_np._chunks(sorted(range(len(ids)), key=lambda i: len(ids[i])), lengths), ids
+
+    assert minilm_np._worth_sharing(*parts_of([256] * 20))  # two chunks of wiki pages
+    assert not minilm_np._worth_sharing(*parts_of([256] * 16))  # one chunk: nothing to share
+    assert not minilm_np._worth_sharing(*parts_of([24] * 40))  # three chunks of short messages
+    assert minilm_np._worth_sharing(*parts_of([24] * 130))  # nine chunks of them, as before

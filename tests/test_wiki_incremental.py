@@ -61,3 +61,39 @@ def test_compile_needs_the_graph(tmp_path: Path, embedder: Any) -> None:
         assert store.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
     finally:
         store.close()
+
+
+def test_sessions_embedded_together_give_the_same_wiki(tmp_path: Path, embedder: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """compile-wiki embeds several sessions' snapshot texts in one go (each session's batch kept apart);
+    compiling with one session per embedding call instead gives the same wiki, snapshot vectors bit for bit."""
+    import shutil
+
+    from tracecli.wiki import compile as C
+
+    graphed = tmp_path / "graphed.db"
+    store = open_store(graphed)
+    try:
+        ingest(store, [UPDATE_HEAVY], embedder)
+        build_graph(store, CID)
+        store.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        store.close()
+    states = []
+    for ahead in (C.SNAPSHOT_TEXTS_AHEAD, 1):  # all ten sessions' texts in one go, then one session at a time
+        path = tmp_path / f"ahead{ahead}.db"
+        shutil.copyfile(graphed, path)
+        monkeypatch.setattr(C, "SNAPSHOT_TEXTS_AHEAD", ahead)
+        store = open_store(path, create=False)
+        try:
+            (done,) = compile_wiki(store, CID, embedder=embedder)
+            assert done.sessions_compiled == 10
+            states.append((snapshot_of_state(store, CID), [tuple(r) for r in store.execute(
+                "SELECT id, vector FROM snapshots WHERE conversation_id = ? ORDER BY idx", (CID,))]))
+        finally:
+            store.close()
+    (together, vectors), (alone, alone_vectors) = states
+    assert sum(v is not None for _, v in vectors) > 50
+    for key in ("claims", "ops", "snapshots", "trajectories", "pages", "page_links"):
+        assert together[key] == alone[key], key
+    assert vectors == alone_vectors

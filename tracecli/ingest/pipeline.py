@@ -283,6 +283,7 @@ def ingest_parsed(
     started = time.perf_counter()
     result = IngestResult(file=str(path))
     check_parsed(store, [(path, convs)])
+    version = store.data_version()
     plans = [(conv, *_plan(store, conv, path.name)) for conv in convs]
     total = sum(len(p[1]) for p in plans)
     bound = store.embedding_model()
@@ -294,9 +295,11 @@ def ingest_parsed(
                        embed_by_length(embedder, [pm.note_text for pm in pending_all], progress,
                                                        embed_total)))
     with store.transaction():
-        # planned again under the lock: another ingest of the same file may have written some messages meanwhile
+        # planned again under the lock if another connection wrote meanwhile (another ingest of the same file,
+        # a `forget`); otherwise the plan stands (matching a 10K-message file against the store is ~0.15 s)
         check_parsed(store, [(path, convs)])
-        plans = [(conv, *_plan(store, conv, path.name)) for conv in convs]
+        if store.data_version() != version:
+            plans = [(conv, *_plan(store, conv, path.name)) for conv in convs]
         late = [pm for _, pending, _, _ in plans for pm in pending if pm.content_hash not in vectors]
         if late:  # messages removed by a `forget` since the first plan
             vectors.update(zip((pm.content_hash for pm in late), embedder.embed_batch([pm.note_text for pm in late])))

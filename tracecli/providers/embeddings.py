@@ -89,6 +89,15 @@ class MiniLMEmbedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return minilm_np.load().encode(list(texts))
 
+    def embed_each(self, batches: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """`embed_batch` of each batch, the same vectors; on the numpy port computed together, so that many
+        small batches share the helper process (`minilm_np.MiniLMNumpy.encode_each`)."""
+        if any(self.path_for(len(b)) != self.embed_numpy for b in batches):
+            return [self.embed_batch(b) for b in batches]
+        from tracecli.providers import minilm_np
+
+        return minilm_np.load().encode_each([list(b) for b in batches])
+
     def embed_torch(self, texts: Sequence[str]) -> np.ndarray:
         """sentence-transformers on torch: seconds to import, fastest for big batches."""
         if not texts:
@@ -178,6 +187,12 @@ def embedding_path(embedder: Embedder, total: int) -> Callable[[Sequence[str]], 
     has a choice (MiniLM: `path_for`), else `embed_batch`."""
     pick = getattr(embedder, "path_for", None)
     return pick(total) if pick is not None else embedder.embed_batch
+
+
+def embed_each(embedder: Embedder, batches: Sequence[Sequence[str]]) -> list[np.ndarray]:
+    """One `embed_batch` result per batch; together where the embedder can (MiniLM's `embed_each`)."""
+    each = getattr(embedder, "embed_each", None)
+    return each(batches) if each is not None else [embedder.embed_batch(b) for b in batches]
 
 
 EMBEDDERS: dict[str, Callable[[], Embedder]] = {

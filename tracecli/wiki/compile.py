@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -214,27 +214,23 @@ def _compile_one(store: Store, cid: str, emb: Embedder, llm: ChatModel | None, s
         snap_idx = store.execute("SELECT COALESCE(MAX(idx), -1) + 1 FROM snapshots WHERE conversation_id = ?", (cid,)).fetchone()[0]
         describe = _describe(store)
         new_traj = 0
-        for n, sid in enumerate(ready, 1):
-            messages = load_messages(store, sid)
-            events = load_events(store, sid)
-            exchanges = split_exchanges(messages, settings.exchange_max_messages)
-            extractions = extract_offline(exchanges, events, participants)
-            if llm is not None:
-                extractions = extract_with_llm(llm, exchanges, events, participants, extractions, STAGE)
-            texts = [" ".join(d.text for d in x.drafts) for x in extractions if x.drafts]
-            vectors = iter(emb.embed_batch(texts) if texts else [])
-            for ex, extraction in zip(exchanges, extractions):
-                vec = next(vectors) if extraction.drafts else None
-                created = _snapshot(store, cid, sid, snap_idx, ex, extraction, vec, events, edges, trajectories, by_id,
-                                    life, participants, settings, llm, describe, result)
-                snap_idx += 1
-                new_traj += created
-            store.execute(
-                "INSERT INTO wiki_sessions(session_id, conversation_id, compiled_at) VALUES (?,?,?)", (sid, cid, utc_now())
-            )
-            result.sessions_compiled += 1
-            if progress:
-                progress(n, len(ready))
+        n = 0
+        for group in _embedding_groups(store, ready, participants, emb, llm, settings):
+            for sid, events, exchanges, extractions, vecs in group:
+                vectors = iter(vecs)
+                for ex, extraction in zip(exchanges, extractions):
+                    vec = next(vectors) if extraction.drafts else None
+                    created = _snapshot(store, cid, sid, snap_idx, ex, extraction, vec, events, edges, trajectories,
+                                        by_id, life, participants, settings, llm, describe, result)
+                    snap_idx += 1
+                    new_traj += created
+                store.execute(
+                    "INSERT INTO wiki_sessions(session_id, conversation_id, compiled_at) VALUES (?,?,?)", (sid, cid, utc_now())
+                )
+                result.sessions_compiled += 1
+                n += 1
+                if progress:
+                    progress(n, len(ready))
         result.trajectories_new = new_traj
         result.claims_new = life.counts.claims_new
         result.reaffirmed = life.counts.reaffirmed
@@ -245,6 +241,41 @@ def _compile_one(store: Store, cid: str, emb: Embedder, llm: ChatModel | None, s
     result.llm_calls, result.llm_cache_hits, result.llm_fallbacks = (a - b for a, b in zip(after, before))
     result.elapsed_s = round(time.perf_counter() - started, 3)
     return result
+
+
+#: snapshot texts embedded in one go: sessions are read and their claims extracted ahead until their texts
+#: reach this many, so the embedder's helper process shares the work of several sessions (one session's
+#: few texts are one forward pass); small enough that progress still moves
+SNAPSHOT_TEXTS_AHEAD = 256
+
+
+def _embedding_groups(store: Store, ready: Sequence[str], participants: Sequence[str], emb: Embedder,
+                      llm: ChatModel | None, settings: WikiSettings) -> Iterator[list[tuple[Any, ...]]]:
+    """The ready sessions in order, in groups, each session as (id, events, exchanges, extractions, vectors).
+
+    A session's snapshot vectors are its own `embed_batch` call's (`embed_each` keeps each session's batch
+    apart), so they do not depend on how sessions are grouped: compiling one session at a time gives the
+    same bits. Extraction reads only the session's messages and graph events, never the wiki being written,
+    so reading a few sessions ahead changes nothing.
+    """
+    from tracecli.providers.embeddings import embed_each
+
+    group: list[list[Any]] = []
+    texts = 0
+    for i, sid in enumerate(ready):
+        events = load_events(store, sid)
+        exchanges = split_exchanges(load_messages(store, sid), settings.exchange_max_messages)
+        extractions = extract_offline(exchanges, events, participants)
+        if llm is not None:
+            extractions = extract_with_llm(llm, exchanges, events, participants, extractions, STAGE)
+        batch = [" ".join(d.text for d in x.drafts) for x in extractions if x.drafts]
+        group.append([sid, events, exchanges, extractions, batch])
+        texts += len(batch)
+        if texts >= SNAPSHOT_TEXTS_AHEAD or i == len(ready) - 1:
+            batches = [g[4] for g in group if g[4]]
+            vectors = iter(embed_each(emb, batches) if batches else [])
+            yield [(*g[:4], next(vectors) if g[4] else []) for g in group]
+            group, texts = [], 0
 
 
 def _snapshot(
