@@ -208,3 +208,14 @@ def jsonable(value: Any) -> Any:
     from tracecli.render import to_jsonable
 
     return json.loads(json.dumps(to_jsonable(value), ensure_ascii=False))
+
+
+def built_store(db: Path, chat: Path, embedder: Any) -> Store:
+    """A new store at `db` holding one chat file, its graph built with the rule extractor."""
+    from tracecli.graph.build import build_graph
+    from tracecli.ingest import ingest_parsed, parse_file
+
+    store = open_store(db)
+    ingest_parsed(store, chat, parse_file(chat), embedder)
+    build_graph(store, extractor="rules")
+    return store

@@ -7,12 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ask_fixtures import built_store
 
-from tracecli.graph.build import build_graph
-from tracecli.ingest import ingest_parsed, parse_file
 from tracecli.query.ask import Asker
 from tracecli.query.paths import EventNode
-from tracecli.store import open_store
 
 CHAT = Path(__file__).resolve().parent.parent / "sample_conversations" / "update_heavy.json"
 AS_OF = "2024-02-15T00:00:00Z"
@@ -33,9 +31,7 @@ def test_marker_tells_not_yet_from_superseded() -> None:
 
 @pytest.fixture(scope="module")
 def asker(tmp_path_factory: pytest.TempPathFactory, embedder: Any):
-    s = open_store(tmp_path_factory.mktemp("asof") / "a.db")
-    ingest_parsed(s, CHAT, parse_file(CHAT), embedder)
-    build_graph(s, extractor="rules")
+    s = built_store(tmp_path_factory.mktemp("asof") / "a.db", CHAT, embedder)
     yield Asker(s, embedder=embedder)
     s.close()
 

@@ -6,20 +6,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ask_fixtures import built_store
 
-from tracecli.graph.build import build_graph
-from tracecli.ingest import ingest_parsed, parse_file
 from tracecli.query.ask import Asker
-from tracecli.store import open_store
 
 CHAT = Path(__file__).parent / "fixtures" / "open_domain.json"
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, embedder: Any):
-    s = open_store(tmp_path_factory.mktemp("od") / "od.db")
-    ingest_parsed(s, CHAT, parse_file(CHAT), embedder)
-    build_graph(s, extractor="rules")
+    s = built_store(tmp_path_factory.mktemp("od") / "od.db", CHAT, embedder)
     yield s
     s.close()
 

@@ -7,15 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ask_fixtures import built_store
 
-from tracecli.graph.build import build_graph
 from tracecli.graph.frames import read_frames
 from tracecli.graph.lexicon import is_occupation, is_role
 from tracecli.graph.nlp import get_nlp
-from tracecli.ingest import ingest_parsed, parse_file
 from tracecli.query.ask import Asker
 from tracecli.query.frame_answer import asks_role
-from tracecli.store import open_store
 
 CHAT = Path(__file__).parent / "fixtures" / "roles.json"
 
@@ -69,9 +67,7 @@ def test_which_questions_ask_for_a_role():
 
 @pytest.fixture(scope="module")
 def asker(tmp_path_factory: pytest.TempPathFactory, embedder: Any):
-    s = open_store(tmp_path_factory.mktemp("roles") / "roles.db")
-    ingest_parsed(s, CHAT, parse_file(CHAT), embedder)
-    build_graph(s, extractor="rules")
+    s = built_store(tmp_path_factory.mktemp("roles") / "roles.db", CHAT, embedder)
     yield Asker(s, embedder=embedder)
     s.close()
 

@@ -221,8 +221,12 @@ def forget(store: Store, kind: str, targets: Sequence[str], *, namespace: str | 
     except _DryRun:
         pass
     if not dry_run:
-        receipt.vacuumed, receipt.storage = _scrub(store, vacuum, receipt.warnings,
-                                                   [c.table for c in receipt.counts if c.removed])
+        touched = [c.table for c in receipt.counts if c.removed]
+        if receipt.wiki_recompiled and recompile is not None:
+            # a recompiled page replaced its full-text row in place: the old row's text stays in the index's
+            # segments until they are merged, so the page index is merged as if it had lost rows
+            touched.append("wiki_fts")
+        receipt.vacuumed, receipt.storage = _scrub(store, vacuum, receipt.warnings, touched)
     receipt.elapsed_s = round(time.perf_counter() - started, 3)
     return receipt
 
