@@ -214,8 +214,8 @@ def _skipped(text: str) -> bool:
 
     Only its entities are read (for 'there' anaphora), so it is parsed for entities only.
     """
-    if text.startswith("[shares a photo"):
-        return True  # a photo caption describes the picture, not the speaker's state
+    if text.startswith("["):
+        return True  # a media tag opens it ("[shares a photo of …]", "[photo] …"): a caption describes the picture
     offer = bool(_FOR_ME.search(text))  # an order for two ("X for me and Y for you?") states the speaker's choice
     return len(text) < 3 or (_is_question(text) and not offer) or bool(F.COUNTERFACTUAL.search(text))
 
