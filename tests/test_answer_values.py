@@ -199,16 +199,16 @@ def test_a_date_answers_only_a_when_question():
 
 def test_a_question_put_to_the_person_is_answered_by_their_reply():
     # chat leaves off the question mark: the question became an event of the person asked
-    asked = _ev("q", 3, "quick one for the form, what's your shoe size, they need it by friday")
+    asked = _ev("q", 3, "quick one for the form, what's your shirt size, the club is ordering kits")
     asked.speaker = "Ivo"
-    reply = _ev("r", 4, "44, wide fit. good luck finding them")
+    reply = _ev("r", 4, "large, slim fit. they always come up small")
     reply.speaker = "Noor"
-    later = _ev("l", 9, "got the new running shoes today")
+    later = _ev("l", 9, "got the new running shirt today")
     later.speaker = "Noor"
-    question = "What is Noor's shoe size?"
+    question = "What is Noor's shirt size?"
     ans = answer_offline(_graph(asked, reply, later), shape_of(question, ["Noor"], None), [(asked, 0.7), (later, 0.6)],
                          {}, 0.9, None, AskSettings(), question)
-    assert ans.source_refs[0] == "m4" and "44" in ans.text
+    assert ans.source_refs[0] == "m4" and "large" in ans.text
     # a statement about the person by someone else is no question: it stands
     told = _ev("t", 3, "Noor told me your size is tiny")
     told.speaker = "Ivo"

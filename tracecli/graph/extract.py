@@ -384,7 +384,7 @@ class RuleExtractor:
     def _informative(self, sent: Any, text: str) -> bool:
         """Does the sentence state something a question could ask about? Small talk does not; a statement by a
         person with a content verb does ("you should mention moving"), and so does one holding a noun, name or
-        number, even in passing ("plot 14 waits for no one", "size 46 shoes")."""
+        number, even in passing ("locker 12 jammed again", "a size 9 in trainers")."""
         if _SMALLTALK.match(text) and len(text.split()) < 8:
             return False
         words = content_words(text)

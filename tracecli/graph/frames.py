@@ -445,16 +445,16 @@ def _fragment_frames(sent: Any, speaker: str) -> list[Frame]:
     return [f] if f is not None else []
 
 
-#: where a bare noun phrase stands on its own in chat ("air traffic controller, not pilot", "paramedic life")
+#: where a bare noun phrase stands on its own in chat ("tree surgeon, not gardener", "firefighter life")
 _BARE_NP_DEPS = ("ROOT", "appos", "npadvmod", "dep")
 
 
 def _role_frames(sent: Any, speaker: str, other: str | None, participants: Sequence[str]) -> list[Frame]:
     """A role the speaker names as their own without a verb (`tracecli.graph.lexicon.is_role`): chat states a job
-    as a bare noun phrase ("air traffic controller, not pilot", "senior backend developer thank you") or as
-    the modifier of one ("paramedic life", "structural engineer tidy"); "they made me volunteer coordinator"
-    puts the object in the role. Read like "I'm a paramedic" (key `be`). A determiner or possessor ("the nurse",
-    "my nurse") or a negation ("not pilot") makes it someone else's or not theirs."""
+    as a bare noun phrase ("tree surgeon, not gardener", "junior architect here") or as
+    the modifier of one ("firefighter life", "lifeguard mode"); "they made me team captain"
+    puts the object in the role. Read like "I'm a firefighter" (key `be`). A determiner or possessor ("the nurse",
+    "my nurse") or a negation ("not gardener") makes it someone else's or not theirs."""
     from tracecli.graph.lexicon import is_role
 
     out: list[Frame] = []
@@ -466,12 +466,12 @@ def _role_frames(sent: Any, speaker: str, other: str | None, participants: Seque
         if any(c.dep_ in ("det", "poss", "relcl", "acl") or c.ent_type_ in ("DATE", "TIME")
                or (c.dep_ == "compound" and c.pos_ == "PRON") for c in tok.children) \
                 or (tok.i > sent.start and tok.nbor(-1).lower_ in ("not", "no", "never", "ex", "former", "mr", "mrs", "ms")):
-            continue  # someone else's ("the nurse"), not theirs ("not pilot"), an appointment ("dentist tomorrow"),
-            # a form of address ("mr goalkeeper"), or a thing of that kind ("something vegan")
+            continue  # someone else's ("the nurse"), not theirs ("not gardener"), an appointment ("plumber tomorrow"),
+            # a form of address ("mr mechanic"), or a thing of that kind ("something vegan")
         if tok.dep_ == "ROOT" and len([t for t in sent if not t.is_punct]) == 1:
             continue  # a one-word reply ("genius") judges what the other said
         holder: str | None = speaker
-        if tok.dep_ in ("ccomp", "oprd", "xcomp"):  # "made me volunteer coordinator"
+        if tok.dep_ in ("ccomp", "oprd", "xcomp"):  # "made me team captain"
             obj = next((c for c in tok.children if c.dep_ in ("nsubj", "dobj")), None)  # the small clause's subject
             holder = resolve_person(obj, speaker, other, participants) if obj is not None else None
         elif tok.dep_ in ("compound", "amod"):
@@ -486,12 +486,12 @@ def _role_frames(sent: Any, speaker: str, other: str | None, participants: Seque
         f = _frame(holder, "be", tok, sent, verb=None, copular=True)
         if f is not None:
             out.append(_role_span(f, tok, sent))
-    # a role word inside a longer role ("freelance" in "freelance translator") is not a role of its own
+    # a role word inside a longer role ("freelance" in "freelance electrician") is not a role of its own
     return [f for f in out if not any(set(f.value_tokens) < set(g.value_tokens) for g in out)]
 
 
 def _role_span(f: Frame, tok: Any, sent: Any) -> Frame:
-    """The role with the modifiers just before it, wherever the parser attached them ("freelance translator")."""
+    """The role with the modifiers just before it, wherever the parser attached them ("freelance electrician")."""
     first = tok
     while first.i > sent.start and first.nbor(-1).pos_ in ("ADJ", "NOUN", "PROPN") and first.nbor(-1).dep_ in ("amod", "compound"):
         first = first.nbor(-1)

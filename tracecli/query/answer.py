@@ -319,7 +319,7 @@ _ASKING = re.compile(r"(?i)\b(?:what|which|where|when|who|how)\b(?:'s|’s)?[^.!
 
 
 def _asks(ev: EventNode) -> bool:
-    """Is the sentence a question put to the person it is about ("what's your blood type, they want donors")?
+    """Is the sentence a question put to the person it is about ("what's your shirt size, the club is ordering kits")?
     Chat often leaves off the question mark, so the sentence became an event of the person asked."""
     return ev.speaker is not None and ev.speaker != ev.subject and bool(_ASKING.search(ev.quote))
 

@@ -92,7 +92,7 @@ def asks_role(question: str) -> bool:
 
 
 def _holds_role(frame: Mapping[str, Any]) -> bool:
-    """A frame that puts its subject in a role ("I'm a nurse", "works as a baker", "paramedic life") whose value
+    """A frame that puts its subject in a role ("I'm a nurse", "works as a baker", "firefighter life") whose value
     is a role noun (`tracecli.graph.lexicon.is_role`)."""
     from tracecli.graph.lexicon import is_role
 
@@ -228,8 +228,8 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
         key_hit = len(key & qwords) / len(key) if key else 0.0
         if role and _holds_role(frame) and ev.speaker in (None, ev.subject):
             cands.append(_Cand(ev, frame, 1.0, True, relevance.get(ev.id, 0.0)))
-            continue  # "What is Noor's job?" is answered by the role Noor holds, a person noun ("paramedic"), as
-            # Noor says it: what others call someone ("you're a saint") is praise more often than a job
+            continue  # "What is Noor's job?" is answered by the role Noor holds, a person noun ("firefighter"), as
+            # Noor says it: what others call someone ("you're a hero") is praise more often than a job
         if noun is not None and frame.get("type") == "thing" and noun not in value_words \
                 and frame.get("head") != noun:
             if key_hit > 0:
