@@ -163,6 +163,14 @@ def _when(ev: EventNode) -> str:
     return ev.quote
 
 
+def _known_place(text: str) -> str | None:
+    """The first run of one to three capitalised words in `text` that the gazetteer knows as a place."""
+    from tracecli.graph.gazetteer import is_place
+
+    return next((m.group(0) for m in re.finditer(r"[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,2}", text)
+                 if is_place(m.group(0))), None)
+
+
 def _entity(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> str | None:
     from tracecli.graph.nlp import get_nlp
 
@@ -192,12 +200,7 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape, question: str 
     if ev.value and not ev.negated and ev.facet and not ev.facet.startswith("date:"):
         return ev.value
     if shape.wh == "where":
-        from tracecli.graph.gazetteer import is_place
-
-        for m in re.finditer(r"[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,2}", ev.quote):
-            if is_place(m.group(0)):
-                return m.group(0)
-        return _entity(ev.quote, ("GPE", "LOC", "FAC")) or ev.quote
+        return _known_place(ev.quote) or _entity(ev.quote, ("GPE", "LOC", "FAC")) or ev.quote
     if shape.wh == "who":
         return _entity(ev.quote, ("PERSON",), avoid=(ev.subject,)) or ev.quote
     if ev.value and ev.facet and not ev.facet.startswith("date:"):
@@ -262,10 +265,17 @@ def _latest_restatement(valid: Sequence[tuple[EventNode, float]], topic: Callabl
     best, top = valid[0]
     mine = [(ev, sc) for ev, sc in valid[:8] if ev.subject == best.subject and not ev.negated]
     rivals = [ev for ev, sc in mine if sc >= top - RESTATEMENT_MARGIN]
-    wide = [ev for ev, sc in mine if top - margin <= sc < top - RESTATEMENT_MARGIN and _order(ev) > _order(best)]
-    if topic is not None and wide:
-        rivals += [ev for ev, near in zip(wide, topic(best, wide)) if near >= closeness]
+    if topic is not None:
+        rivals += _on_topic_later(best, [ev for ev, sc in mine if top - margin <= sc < top - RESTATEMENT_MARGIN],
+                                  topic, closeness)
     return max(rivals or [best], key=lambda e: (e.seq, e.sentence_idx))
+
+
+def _on_topic_later(anchor: EventNode, candidates: Sequence[EventNode],
+                    topic: Callable[[EventNode, Sequence[EventNode]], Sequence[float]], closeness: float) -> list[EventNode]:
+    """The candidates said after `anchor` whose sentence is at least `closeness` near its sentence (`topic`)."""
+    later = [ev for ev in candidates if _order(ev) > _order(anchor)]
+    return [ev for ev, near in zip(later, topic(anchor, later)) if near >= closeness] if later else []
 
 
 #: entity labels of the value a question word asks for: the sentence fallback prefers a sentence holding one
@@ -282,9 +292,9 @@ def _said_again_later(ev: EventNode, ranked: Sequence[tuple[EventNode, float]], 
     if not ranked:
         return None
     top = ranked[0][1]
-    later = [e for e, sc in ranked[:8] if e.subject == ev.subject and _order(e) > _order(ev) and not e.negated
-             and e.validity_at(as_of) > 0 and sc >= top - settings.restate_margin]
-    near = [e for e, sim in zip(later, readers.between(ev, later)) if sim >= settings.restate_topic]
+    mine = [e for e, sc in ranked[:8] if e.subject == ev.subject and not e.negated and e.validity_at(as_of) > 0
+            and sc >= top - settings.restate_margin]
+    near = _on_topic_later(ev, mine, readers.between, settings.restate_topic)
     return max(near, key=_order) if near else None
 
 
@@ -307,11 +317,8 @@ def _typed_first(valid: list[tuple[EventNode, float]], shape: QueryShape,
 
 def _holds(text: str, labels: tuple[str, ...], people: Sequence[str]) -> bool:
     """Does `text` name an entity with one of `labels` (a known place counts as GPE), other than `people`?"""
-    if "GPE" in labels:
-        from tracecli.graph.gazetteer import is_place
-
-        if any(is_place(m.group(0)) for m in re.finditer(r"[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,2}", text)):
-            return True
+    if "GPE" in labels and _known_place(text):
+        return True
     return _entity(text, labels, avoid=people) is not None
 
 
