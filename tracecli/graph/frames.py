@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # -- closed-class words (English grammar, not data) ------------------------------------------
@@ -497,8 +497,7 @@ def _role_span(f: Frame, tok: Any, sent: Any) -> Frame:
         first = first.nbor(-1)
     start = first.idx - sent.start_char
     end = tok.idx + len(tok.text) - sent.start_char
-    return Frame(**{**f.__dict__, "value": sent.text[start:end], "start": start, "end": end,
-                    "value_tokens": tuple(range(first.i, tok.i + 1))})
+    return replace(f, value=sent.text[start:end], start=start, end=end, value_tokens=tuple(range(first.i, tok.i + 1)))
 
 
 def _copular_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, other: str | None,

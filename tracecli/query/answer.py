@@ -406,9 +406,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         valid = _typed_first(valid, shape, named_people(graph, shape))
         best = valid[0][0]
         if (shape.wants_current and shape.says_now) or as_of is not None or cut is not None:
-            wide = shape.wants_current and cut is None and readers is not None
-            best = _latest_restatement(valid, readers.between if wide and readers else None, settings.restate_margin,
-                                       settings.restate_topic)
+            topic = readers.between if readers is not None and shape.wants_current and cut is None else None
+            best = _latest_restatement(valid, topic, settings.restate_margin, settings.restate_topic)
     if best is not None and _asks(best):
         best = _reply(graph, best) or best
     if best is None:
