@@ -363,9 +363,9 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         framed = _from_frame(graph, shape, question, relevance, as_of, readers)
         if framed is not None and settings.frame_restate and not framed.abstained and readers is not None \
                 and shape.wants_current and shape.says_now and "before" not in question.lower():
-            newer = _said_again_later(graph.events[framed.event_ids[0]], ranked_events, as_of, settings, readers)
-            if newer is not None:
-                return event_answer(graph, newer, shape, best_note_cosine, question)
+            again = _said_again_later(graph.events[framed.event_ids[0]], ranked_events, as_of, settings, readers)
+            if again is not None:
+                return event_answer(graph, again, shape, best_note_cosine, question)
         if framed is not None:
             return framed
     if found is not None:
