@@ -149,3 +149,11 @@ def test_a_verbless_fragment_with_a_novelty_word_is_an_anaphoric_value(nlp) -> N
     got = [(f.key, f.value) for sent in doc.sents for f in read_frames(sent, "Wren", "Jonas", ["Wren", "Jonas"])]
     assert ("it", "night desk") in got
     assert not [f for f in frames(nlp, "night desk") if f.key == "it"]  # no novelty word: nothing announced
+
+
+def test_a_possible_retraction_retracts_nothing(nlp) -> None:
+    # a condition, a modal or a verb of considering above the verb: the value stays what it was
+    for text in ("if I ever quit the choir I'd take up pottery", "I might drop the evening class",
+                 "I am thinking of cancelling the gym"):
+        assert [c for c in cons(nlp, text) if c[0] == "retract"] == [], text
+    assert ("retract", "choir", None) in cons(nlp, "I quit the choir")  # said as a fact, it does

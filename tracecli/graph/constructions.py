@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from tracecli.graph.frames import is_hedged
+
 #: verbs of ending, leaving or giving up something (Levin's "verbs of leaving" and "verbs of
 #: abandonment / discarding", plus the common chat verbs of cancelling)
 RETRACT_VERBS = ["quit", "leave", "sell", "drop", "cancel", "abandon", "ditch", "scrap", "dump", "lose", "end",
@@ -225,6 +227,8 @@ def find_constructions(sent: Any) -> list[Construction]:
             continue  # "at least it's not cancelled": a pronoun names no value
         if verb_tok is not None and any(c.dep_ == "neg" for c in verb_tok.children):
             continue  # "it's not cancelled" retracts nothing
+        if verb_tok is not None and is_hedged(verb_tok):
+            continue  # "if I ever quit X", "I might drop X": a possibility retracts nothing
         key = (name, ids.get("old"), ids.get("new"))
         if key in seen:
             continue

@@ -257,7 +257,7 @@ def _frame(subject: str, key: str, head_tok: Any, sent: Any, *, verb: Any | None
         return None
     past = verb is not None and verb.tag_ in ("VBD", "VBN") and not any(c.dep_ == "aux" and c.lower_ in ("have", "'ve", "’ve", "has") for c in verb.children)
     return Frame(subject=subject, key=key, value=text, head=(head_tok.lemma_ or head_tok.text).lower(), vtype=value_type(toks, text),
-                 hedged=verb is not None and _hedged(verb),
+                 hedged=verb is not None and is_hedged(verb),
                  negated=_negated(verb) if verb is not None else False,
                  novelty=_novel(verb, toks) if verb is not None else any(t.lower_ in NOVELTY_WORDS for t in sent),
                  copular=copular, past=past, verb=(verb.lemma_.lower() if verb is not None and not copular else ""),
@@ -269,7 +269,7 @@ _MODALS = frozenset("might may could would should maybe".split())
 _CONSIDER = frozenset("think consider wonder dream imagine debate weigh".split())
 
 
-def _hedged(verb: Any) -> bool:
+def is_hedged(verb: Any) -> bool:
     """A possibility rather than a statement: a modal, a condition, or a verb of considering above it."""
     v = verb
     for _ in range(4):
@@ -612,7 +612,7 @@ def foreign_clause(sent: Any, value: str, speaker: str, other: str | None, parti
         verb = verb.head
     if verb.pos_ not in ("VERB", "AUX"):
         return False
-    if _hedged(verb):
+    if is_hedged(verb):
         return True
     subj = _subject_of_clause(verb)
     if subj is None or start <= subj.i < start + len(words):
