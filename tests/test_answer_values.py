@@ -229,3 +229,22 @@ def test_a_frame_answer_gives_way_to_the_fact_said_again_later():
     assert answer_offline(*args, AskSettings(), question, _readers(topic=0.1)).text == "Piranesi"  # another topic
     off = answer_offline(*args, AskSettings(frame_restate=False), question, _readers(topic=0.7))
     assert off.text == "Piranesi"
+
+
+def test_a_retraction_is_answered_by_the_value_said_instead_in_the_same_message():
+    quote = "handed in my notice at Halden Ltd, starting at Brightwell in May"
+    gone = _ev("old", 4, quote, value="Halden Ltd", facet="employer", frame={"key": "work at", "type": "org"})
+    gone.negated = True
+    notice = _ev("n", 4, quote, value="notice", frame={"key": "hand in", "type": "thing"})
+    new = _ev("new", 4, quote, value="Brightwell", frame={"key": "start at", "type": "org"})
+    new.sentence_idx = 1
+    other = _ev("x", 4, quote, value="Brightwell", frame={"key": "start at", "type": "org"}, subject="Sam")
+    graph = _graph(gone, notice, new, other)
+    question = "Who is Noor's employer now?"
+    shape = shape_of(question, ["Noor", "Sam"], None)
+    ranked = [(gone, 0.8), (notice, 0.7), (new, 0.7)]
+    ans = answer_offline(graph, shape, ranked, {}, 0.9, None, AskSettings(), question)
+    assert ans.text == "Brightwell" and ans.event_ids == ["new"]  # same person, same type; not "notice"
+    new.frame = {"key": "start at", "type": "thing"}  # nothing of the retracted value's type said instead
+    assert answer_offline(graph, shape, ranked, {}, 0.9, None, AskSettings(), question).text == "Noor no longer: Halden Ltd"
+

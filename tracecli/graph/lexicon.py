@@ -30,6 +30,9 @@ from tracecli.cache import cache_file, read_cached, write_cached
 _NOT_ROLES = ("relative", "friend", "lover", "peer", "neighbor", "juvenile", "male", "female", "acquaintance")
 #: how many of a noun's most frequent senses may make it an occupation noun
 _OCCUPATION_SENSES = 3
+#: how many of a noun's most frequent senses type what a question asking for it wants (a sum of money …)
+_ANSWER_SENSES = 2
+_CLASSES = 8
 
 
 def _wordnet_dir() -> Path | None:
@@ -69,8 +72,10 @@ def _read_nouns(root: Path) -> tuple[dict[str, tuple[str, list[str]]], dict[str,
     return synsets, index
 
 
-def build_classes(root: Path) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    """(role nouns, occupation nouns, adjectives) read from a WordNet 3.0 dict folder (a few seconds)."""
+def build_classes(root: Path) -> tuple[frozenset[str], ...]:
+    """(role nouns, occupation nouns, adjectives, person nouns, money nouns, time nouns, colour words, names for a
+    colour) read from a WordNet 3.0 dict folder (a few seconds); the last five type what a question asks for
+    (`answer_class`, `is_colour`)."""
     synsets, index = _read_nouns(root)
     with open(root / "index.adj", encoding="utf-8", errors="replace") as fh:
         adjectives = frozenset(line.split()[0].replace("_", " ") for line in fh if not line.startswith("  "))
@@ -93,25 +98,39 @@ def build_classes(root: Path) -> tuple[frozenset[str], frozenset[str], frozenset
     not_roles = {o for o in (person_sense(w) for w in _NOT_ROLES) if o is not None}
     occupation = index.get("occupation", [None])[0]
     roles, occupations = set(), set()
+    persons, money, times, colours, colour_names = set(), set(), set(), set(), set()
+    colour = index.get("color", [None])[0]
     for word, offsets in index.items():
+        files = [synsets.get(o, ("",))[0] for o in offsets[:_ANSWER_SENSES]]
+        if files and files[0] == "noun.person":
+            persons.add(word)
+        if "noun.possession" in files:
+            money.add(word)  # "rent", "fee", "wage", a "rate" charged
+        if "noun.time" in files:
+            times.add(word)  # "date", "day", "hour", "time"
+        if colour is not None and any(colour in above(o) for o in offsets):
+            colours.add(word)  # "navy", "copper", "sage green": any sense a colour
+        if colour is not None and colour in offsets:
+            colour_names.add(word)  # "color", "colour", "coloring": a name of colour itself
         first = offsets[0] if offsets else None
         if first is not None and synsets.get(first, ("",))[0] == "noun.person" \
                 and first not in not_roles and not (above(first) & not_roles):
             roles.add(word)
         if occupation is not None and any(o == occupation or occupation in above(o) for o in offsets[:_OCCUPATION_SENSES]):
             occupations.add(word)
-    return frozenset(roles), frozenset(occupations), adjectives
+    return (frozenset(roles), frozenset(occupations), adjectives, frozenset(persons), frozenset(money),
+            frozenset(times), frozenset(colours), frozenset(colour_names))
 
 
 @lru_cache(maxsize=1)
 def _classes() -> tuple[frozenset[str], ...]:
     root = _wordnet_dir()
     if root is None:
-        return frozenset(), frozenset(), frozenset()
-    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, 2)
+        return (frozenset(),) * _CLASSES
+    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 4)
     path = cache_file("wordnet-roles", key)
     text = read_cached(path)
-    if text is not None and text.count("\n\n") == 2:
+    if text is not None and text.count("\n\n") == _CLASSES - 1:
         return tuple(frozenset(part.split("\n")) for part in text.split("\n\n"))
     classes = build_classes(root)
     write_cached(path, "\n\n".join("\n".join(sorted(c)) for c in classes))
@@ -132,3 +151,27 @@ def is_role(noun: str, *, adjective: bool = False) -> bool:
 def is_occupation(noun: str) -> bool:
     """Does the noun (a lemma) name an occupation ('job', 'profession', 'career')?"""
     return noun.strip().lower() in _classes()[1]
+
+
+#: entity labels (spaCy's, plus COLOR for a colour word) of the answer to a question asking for a noun of each class
+ANSWER_LABELS = {"person": ("PERSON", "ORG"), "money": ("MONEY",), "time": ("DATE", "TIME"), "colour": ("COLOR",)}
+
+
+def answer_class(noun: str) -> str | None:
+    """What a question asking for this noun (a lemma) wants, read from WordNet: 'person' when its most frequent
+    sense is a person ("dentist", "landlord", "supplier"), 'money' when one of its two most frequent senses is a
+    possession ("rent", "fee", a "rate" charged), 'time' when one of them is a time ("date", "day", "time"),
+    'colour' when it names colour itself ("colour", "coloring"); None otherwise."""
+    word = noun.strip().lower()
+    classes = _classes()
+    if word in classes[7]:
+        return "colour"
+    for name, members in (("person", classes[3]), ("money", classes[4]), ("time", classes[5])):
+        if word in members:
+            return name
+    return None
+
+
+def is_colour(word: str) -> bool:
+    """Does any WordNet sense of the word (a lemma) name a colour ('navy', 'copper', 'sage green')?"""
+    return word.strip().lower() in _classes()[6]

@@ -134,8 +134,13 @@ def facet_answer(graph: Graph, shape: QueryShape, relevance: Mapping[str, float]
 def echoes(question: str, value: str | None) -> bool:
     """Does the question itself name every word of `value`? Then `value` is what the question is about, not
     its answer ("What role does Noor hold at the fencing club?" is not answered by "fencing")."""
-    words = set(re.findall(r"\w+", (value or "").lower()))
-    return bool(words) and words <= set(re.findall(r"\w+", question.lower()))
+    words = {_singular(w) for w in re.findall(r"\w+", (value or "").lower())}
+    return bool(words) and words <= {_singular(w) for w in re.findall(r"\w+", question.lower())}
+
+
+def _singular(word: str) -> str:
+    """'suppliers' → 'supplier' (a plain plural s; enough to tell that a value repeats the question's noun)."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def _known_later(graph: Graph, shape: QueryShape, as_of: str) -> bool:
@@ -171,13 +176,82 @@ def _known_place(text: str) -> str | None:
                  if is_place(m.group(0))), None)
 
 
-def _entity(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> str | None:
+#: the answer types a sentence is reduced to (a person or organisation, a sum of money); others keep the sentence
+_REDUCED = frozenset({"PERSON", "ORG", "MONEY"})
+
+
+def _entities(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> list[str]:
+    """The distinct entities of `text` with one of `labels`, a currency sign kept ("£180", not "180")."""
     from tracecli.graph.nlp import get_nlp
 
-    for ent in get_nlp()(text).ents:
+    doc = get_nlp()(text)
+    out: list[str] = []
+    for ent in doc.ents:
+        if ent.label_ in labels and ent.text not in avoid:
+            start = ent.start - 1 if ent.start and doc[ent.start - 1].is_currency else ent.start
+            if doc[start: ent.end].text not in out:
+                out.append(doc[start: ent.end].text)
+    return out
+
+
+def _entity(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> str | None:
+    """The first entity of `text` with one of `labels` (COLOR: a colour word with its modifiers, "sage green")."""
+    from tracecli.graph.nlp import get_nlp
+
+    doc = get_nlp()(text)
+    for ent in doc.ents:
         if ent.label_ in labels and ent.text not in avoid:
             return ent.text
+    if "COLOR" in labels:
+        from tracecli.graph.lexicon import is_colour
+
+        for tok in doc:
+            if tok.pos_ in ("ADJ", "NOUN", "PROPN") and is_colour(tok.lemma_ or tok.text):
+                mods = [c for c in tok.lefts if c.pos_ in ("ADJ", "NOUN", "PROPN", "ADV") and c.i == tok.i - 1]
+                return doc[mods[0].i if mods else tok.i: tok.i + 1].text
     return None
+
+
+def asked_labels(shape: QueryShape, question: str) -> tuple[str, ...] | None:
+    """The entity labels of the value the question asks for: by its question word (a place for "where", a person or
+    organisation for "who", a date for "when"), else by the noun a what/which question asks for, typed by WordNet
+    (`tracecli.graph.lexicon.answer_class`): "Which dentist …", "What was Noor's day rate …", "What colour …"."""
+    labels = _WANTED_ENTITIES.get(shape.wh)
+    if labels is not None or shape.wh not in ("what", "which") or not question:
+        return labels
+    from tracecli.graph.lexicon import ANSWER_LABELS, answer_class
+
+    focus = _focus_noun(question)
+    kind = answer_class(focus) if focus else None
+    return ANSWER_LABELS.get(kind) if kind else None
+
+
+def _focus_noun(question: str) -> str | None:
+    """The lemma of the noun a what/which question asks for: the noun the question word determines ("which
+    dentist"), else the noun a copula pairs with the question word ("What was Noor's rate?"), through "the name
+    of …"."""
+    from tracecli.graph.nlp import get_nlp
+
+    doc = get_nlp()(question)
+    wh = next((t for t in doc if t.lower_ in ("what", "which")), None)
+    if wh is None:
+        return None
+    focus = None
+    if wh.dep_ == "det" and wh.head.pos_ == "NOUN":
+        focus = wh.head
+    elif wh.dep_ in ("attr", "nsubj") and wh.head.lemma_ == "be":
+        focus = next((c for c in wh.head.children if c.dep_ in ("nsubj", "attr") and c.i != wh.i and c.pos_ == "NOUN"), None)
+    if focus is not None and focus.lemma_ == "name":
+        focus = next((g for c in focus.children if c.dep_ == "prep" and c.lower_ == "of"
+                      for g in c.children if g.dep_ == "pobj" and g.pos_ == "NOUN"), focus)
+    return (focus.lemma_ or focus.text).lower() if focus is not None else None
+
+
+def _rest_of_message(graph: Graph, ev: EventNode) -> list[str]:
+    """The other sentences of the message `ev` was read from, in order."""
+    same = {o.sentence_idx: o.quote for o in graph.events.values()
+            if o.seq == ev.seq and o.conversation_id == ev.conversation_id and o.sentence_idx != ev.sentence_idx}
+    return [same[i] for i in sorted(same)]
 
 
 def _cause_of(graph: Graph, ev: EventNode) -> EventNode | None:
@@ -185,7 +259,8 @@ def _cause_of(graph: Graph, ev: EventNode) -> EventNode | None:
     return max(causes, key=_order) if causes else None
 
 
-def extract_value(graph: Graph, ev: EventNode, shape: QueryShape, question: str = "") -> str:
+def extract_value(graph: Graph, ev: EventNode, shape: QueryShape, question: str = "",
+                  labels: tuple[str, ...] | None = None) -> str:
     """Reduce an event to the part the question asks for (never to a value the question itself names)."""
     if shape.wh == "why":
         cause = _cause_of(graph, ev)
@@ -197,12 +272,22 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape, question: str 
         return _when(ev)
     if question and shape.wh != "yesno" and echoes(question, ev.value):
         return ev.quote
+    if labels and shape.wh in ("what", "which") and set(labels) <= _REDUCED:
+        # the noun asked for is a person or a sum ("Which dentist …?", "What was Noor's day rate?"): the one value of
+        # that type in the sentence, else in the rest of its message. Several (a change told old value first), or
+        # a date, time or colour (said in phrases the entity reader cuts short: "Tuesdays and Fridays"): the sentence
+        for text in [ev.quote, *_rest_of_message(graph, ev)]:
+            found = _entities(text, labels, avoid=(ev.subject,))
+            if found:
+                return found[0] if len(found) == 1 else ev.quote
     if ev.value and not ev.negated and ev.facet and not ev.facet.startswith("date:"):
         return ev.value
     if shape.wh == "where":
         return _known_place(ev.quote) or _entity(ev.quote, ("GPE", "LOC", "FAC")) or ev.quote
     if shape.wh == "who":
-        return _entity(ev.quote, ("PERSON",), avoid=(ev.subject,)) or ev.quote
+        # a person the sentence names, else one the rest of its message names ("dentist tomorrow. Dr Okafor's.")
+        return next((p for p in (_entity(t, ("PERSON",), avoid=(ev.subject,)) for t in [ev.quote, *_rest_of_message(graph, ev)])
+                     if p), ev.quote)
     if ev.value and ev.facet and not ev.facet.startswith("date:"):
         return _value_text(ev)  # (a date answers only a when-question: "Which race …?" is not "October")
     return ev.quote  # a sentence matched on closeness alone: the whole of it, not a frame value it happens to hold
@@ -230,7 +315,16 @@ def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mappi
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is None or found.score < FRAME_ANSWER_FLOOR:
         return None  # a weakly matched frame is no better than the best sentence, which says more
+    if shape.wh != "yesno" and echoes(question, found.event.value):
+        return None  # "Which supplier …?" is not answered by "suppliers": the sentence fallback reads the value
     ev = found.event
+    if ev.negated and shape.wh != "yesno" and shape.before_event_verb is None:
+        # "I've handed in my notice at X. starting at Y …": asked what holds, the answer is what replaced X
+        instead = _replacement(graph, ev, as_of) or _said_instead(graph, ev)
+        if instead is not None:
+            refs = list(instead.source_refs) + [r for r in ev.source_refs if r not in instead.source_refs]
+            return Answer(text=instead.value or instead.quote, abstained=False, event_ids=[instead.id], source_refs=refs,
+                          method="frame", support=found.support, confidence=round(min(1.0, 0.5 + found.score), 3))
     fuller = None if ev.negated else _fuller_statement(graph, ev, as_of)
     text = f"{ev.subject} no longer: {ev.value}" if ev.negated else ((fuller or ev).value or ev.quote)
     refs = list(ev.source_refs) + [r for r in (fuller.source_refs if fuller else []) if r not in ev.source_refs]
@@ -238,6 +332,19 @@ def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mappi
         refs += [r for r in found.chosen.source_refs if r not in refs]
     return Answer(text=text, abstained=False, event_ids=[ev.id], source_refs=refs, method="frame",
                   support=found.support, confidence=round(min(1.0, 0.5 + found.score), 3))
+
+
+def _said_instead(graph: Graph, retraction: EventNode) -> EventNode | None:
+    """The value the same person states in the same message after retracting one, of the retracted value's
+    type (a name for a name, a thing for a thing): "quit X, starting at Y" → Y."""
+    kind = (retraction.frame or {}).get("type")
+    same = [ev for ev in graph.events.values()
+            if ev.seq == retraction.seq and ev.conversation_id == retraction.conversation_id and ev.id != retraction.id
+            and ev.subject == retraction.subject and not ev.negated and ev.value and _order(ev) >= _order(retraction)
+            and not (_words(ev.value) & _words(retraction.value))
+            and (ev.frame or {}).get("type") == kind and not (ev.frame or {}).get("hedged")]
+    return min(same, key=lambda ev: (not any(e.label == "updates" for e in graph.out.get(ev.id, [])), _order(ev)),
+               default=None)
 
 
 def _fuller_statement(graph: Graph, ev: EventNode, as_of: str | None) -> EventNode | None:
@@ -256,14 +363,16 @@ def _fuller_statement(graph: Graph, ev: EventNode, as_of: str | None) -> EventNo
 
 
 def _latest_restatement(valid: Sequence[tuple[EventNode, float]], topic: Callable[[EventNode, Sequence[EventNode]], Sequence[float]] | None = None,
-                        margin: float = 0.0, closeness: float = 1.0) -> EventNode:
+                        margin: float = 0.0, closeness: float = 1.0,
+                        keep: Callable[[EventNode], bool] | None = None) -> EventNode:
     """The latest of the best sentence's restatements: the same person's sentences that match the question nearly
     as well (within `RESTATEMENT_MARGIN`), or within `margin` when their sentence is `closeness` near the best
     one's (`topic`: the same subject matter in other words). Asked for the state now or at a date, a fact said
     again later in other words is its newer version even where no `updates` edge was drawn (an implicit revision
-    read at query time)."""
+    read at query time). `keep`: what a restatement must also be (one that holds a value of the asked type)."""
     best, top = valid[0]
-    mine = [(ev, sc) for ev, sc in valid[:8] if ev.subject == best.subject and not ev.negated]
+    mine = [(ev, sc) for ev, sc in valid[:8] if ev.subject == best.subject and not ev.negated
+            and (keep is None or ev is best or keep(ev))]
     rivals = [ev for ev, sc in mine if sc >= top - RESTATEMENT_MARGIN]
     if topic is not None:
         rivals += _on_topic_later(best, [ev for ev, sc in mine if top - margin <= sc < top - RESTATEMENT_MARGIN],
@@ -280,8 +389,6 @@ def _on_topic_later(anchor: EventNode, candidates: Sequence[EventNode],
 
 #: entity labels of the value a question word asks for: the sentence fallback prefers a sentence holding one
 _WANTED_ENTITIES = {"where": ("GPE", "LOC", "FAC"), "who": ("PERSON", "ORG"), "when": ("DATE", "TIME")}
-#: how far down the ranked sentences (count, and score below the best) a sentence of the wanted type may come from
-TYPED_WINDOW, TYPED_MARGIN = 5, 0.08
 
 
 def _said_again_later(ev: EventNode, ranked: Sequence[tuple[EventNode, float]], as_of: str | None,
@@ -298,17 +405,16 @@ def _said_again_later(ev: EventNode, ranked: Sequence[tuple[EventNode, float]], 
     return max(near, key=_order) if near else None
 
 
-def _typed_first(valid: list[tuple[EventNode, float]], shape: QueryShape,
-                 people: Sequence[str]) -> list[tuple[EventNode, float]]:
+def _typed_first(valid: list[tuple[EventNode, float]], labels: tuple[str, ...] | None, people: Sequence[str],
+                 settings: AskSettings) -> list[tuple[EventNode, float]]:
     """Move up the best-ranked sentence, nearly as good as the first, that holds a value of the type the question
     word asks for (a place for "where", a person or organisation for "who", a date for "when"): a sentence
     without one cannot answer it, however close its words."""
-    labels = _WANTED_ENTITIES.get(shape.wh)
     if labels is None or not valid:
         return valid
     top = valid[0][1]
-    for i, (ev, score) in enumerate(valid[:TYPED_WINDOW]):
-        if score < top - TYPED_MARGIN:
+    for i, (ev, score) in enumerate(valid[:settings.typed_window]):
+        if score < top - settings.typed_margin:
             break
         if _holds(ev.quote, labels, people):
             return [valid[i], *valid[:i], *valid[i + 1:]]
@@ -353,7 +459,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         if newer.id != found[0].id and newer.value:
             found = (newer, found[1])
     if found is not None and found[0].negated:
-        replacement = _replacement(graph, found[0], as_of)
+        replacement = _replacement(graph, found[0], as_of) or (
+            _said_instead(graph, found[0]) if shape.wh != "yesno" and shape.before_event_verb is None else None)
         if replacement is not None:
             found = (replacement, found[1])
     if found is None and as_of is not None and _known_later(graph, shape, as_of):
@@ -386,6 +493,7 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
     if best_note_cosine < settings.abstain_below or not ranked_events:
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     best = None
+    labels = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
     valid = [(ev, sc) for ev, sc in ranked_events if ev.validity_at(as_of) > 0]
     if shape.wh == "why" and valid:
         # a why-question is answered by an event whose cause the graph knows, if one is nearly as relevant
@@ -403,11 +511,16 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
                             key=lambda x: (-x[1], x[0].seq))[:8]
         valid = before or valid
     if best is None and valid:
-        valid = _typed_first(valid, shape, named_people(graph, shape))
+        people = named_people(graph, shape)
+        valid = _typed_first(valid, labels, people, settings)
         best = valid[0][0]
         if (shape.wants_current and shape.says_now) or as_of is not None or cut is not None:
-            topic = readers.between if readers is not None and shape.wants_current and cut is None else None
-            best = _latest_restatement(valid, topic, settings.restate_margin, settings.restate_topic)
+            topic = readers.between if readers is not None and cut is None and (
+                shape.wants_current or settings.restate_as_of) else None
+            labels = labels if settings.restate_typed else None
+            typed = labels is not None and _holds(best.quote, labels, people)
+            best = _latest_restatement(valid, topic, settings.restate_margin, settings.restate_topic,
+                                       (lambda ev: _holds(ev.quote, labels, people)) if typed else None)
     if best is not None and _asks(best):
         best = _reply(graph, best) or best
     if best is None:
@@ -417,13 +530,14 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         best = newest_successor(graph, ranked_events[0][0], as_of)
     elif shape.wants_current:
         best = newest_successor(graph, best, as_of)
-    return event_answer(graph, best, shape, best_note_cosine, question)
+    return event_answer(graph, best, shape, best_note_cosine, question, labels)
 
 
 def event_answer(graph: Graph, best: EventNode, shape: QueryShape, best_note_cosine: float,
-                 question: str = "") -> Answer:
-    """The answer read from one event: the part of it the question asks for, with its (and its cause's) sources."""
-    value = extract_value(graph, best, shape, question)
+                 question: str = "", labels: tuple[str, ...] | None = None) -> Answer:
+    """The answer read from one event: the part of it the question asks for (`labels`: the entity types a
+    what/which question's noun asks for, `asked_labels`), with its (and its cause's) sources."""
+    value = extract_value(graph, best, shape, question, labels)
     refs = list(best.source_refs)
     ids = [best.id]
     if shape.wh == "why":

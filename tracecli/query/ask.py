@@ -26,7 +26,7 @@ from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mar
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
-from tracecli.query.shape import PLAN_TEXT, QueryShape, addressed, before_clause_dropped, shape_of
+from tracecli.query.shape import PLAN_TEXT, QueryShape, addressed, before_clause_dropped, event_clause_dropped, shape_of
 from tracecli.query.vectors import EventVectors
 from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, qualified_ref, resolve_scope
 from tracecli.store.db import ASIDE_WAIT, Store, dumps, placeholders, utc_now
@@ -459,7 +459,7 @@ class Asker:
         exactly one."""
         if not self.settings.address_named:
             return question
-        text = before_clause_dropped(question)
+        text = event_clause_dropped(before_clause_dropped(question)) if self.settings.drop_event_clause else before_clause_dropped(question)
         speakers = [p for p in shape.people if p in scope.participants]
         return addressed(text, speakers[0]) if len(speakers) == 1 else text
 

@@ -74,6 +74,21 @@ class AskSettings:
     # the same rule after a frame answer to a question about the state now ("… now?"): on A–H 406 / 78 → 411 / 76
     # (for every current-state question it cost never-revised answers: 407 / 76)
     frame_restate: bool = True
+    # a restatement of a sentence that holds a value of the asked type (a place for "where" …) must hold one too
+    restate_typed: bool = True
+    # the same-topic restatement rule at an as-of date too (later sentences said by then): on A–H's as-of
+    # questions 86 valid / 13 stale → 88 / 10
+    restate_as_of: bool = True
+    # a closing event clause ("… when her car failed its MOT?") is left out of what is ranked; on B's as-of
+    # questions, most of them phrased so, 4 → 6 of 22
+    drop_event_clause: bool = True
+    # the noun a what/which question asks for types its answer (`answer.asked_labels`, WordNet): the typed
+    # preference below and the reduction of a sentence to a person or a sum use it
+    typed_focus: bool = True
+    # the sentence fallback moves up the first of the `typed_window` best sentences, within `typed_margin` of the
+    # best, that holds a value of the asked type (0.15, or 8 sentences, answered D's questions worse)
+    typed_window: int = 5
+    typed_margin: float = 0.08
     abstain_below: float = 0.30  # best evidence relevance (cosine) under which the offline answer abstains
     facet_confidence_floor: float = 0.5  # facet events below this confidence do not answer on their own
     # ablations (`ask --ablate`, `eval --ablate`): parts of the pipeline switched off, see ABLATIONS

@@ -43,7 +43,11 @@ _SCOPE = re.compile(
     re.I,
 )
 _BEFORE_EVENT = re.compile(r"\bbefore\s+(?:she|he|they|[A-Z][a-z]+)\s+(moved|switched|changed|started|left|got|quit|renamed|rebooked|went)\b", re.I)
-_BACK_WHEN = re.compile(r"\bback when\b(?P<rest>.+)$", re.I)
+#: a closing clause that says at which event the question is asked ("… back when she lived in Leeds?", "… when her
+#: car failed its MOT?", "… while the choir was learning the Requiem?", "… around the time X quit?"); not an opening
+#: "When …?", which asks for a time
+_BACK_WHEN = re.compile(r"(?<=\w)[\s,]+(?:back\s+)?(?:when|while|whilst|around the time|at the time|by the time)\s+"
+                        r"(?P<rest>\w+\s+\w.*)$", re.I)
 
 
 @dataclass
@@ -103,6 +107,16 @@ def addressed(question: str, person: str) -> str:
     name = re.escape(person)
     text = re.sub(rf"\b{name}(?:'s|’s)(?!\w)", "your", question, flags=re.I)
     return re.sub(rf"\b{name}\b", "you", text, flags=re.I)
+
+
+def event_clause_dropped(question: str) -> str:
+    """The question without a closing event clause ("Which plot did Noor have when her car failed its MOT?" →
+    "Which plot did Noor have?"): the clause says when, not what; sentences about that event are not the answer."""
+    m = _BACK_WHEN.search(question)
+    if m is None:
+        return question
+    cut = question[: m.start()].rstrip(" ,") + ("?" if question.rstrip().endswith("?") else "")
+    return cut if len(cut.split()) >= 3 else question
 
 
 def before_clause_dropped(question: str) -> str:

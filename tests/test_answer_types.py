@@ -1,0 +1,113 @@
+"""What a question asks for, typed: the noun a what/which question asks about is read from its parse and typed by
+WordNet (a person, a sum of money, a time, a colour), and the sentence an answer comes from is reduced to the value
+of that type; a closing event clause ("… when her car failed its MOT?") says when, not what."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from tracecli.graph.lexicon import answer_class, is_colour
+from tracecli.query.answer import answer_offline, asked_labels, echoes
+from tracecli.query.paths import EventNode, Graph
+from tracecli.query.settings import AskSettings
+from tracecli.query.shape import event_clause_dropped, shape_of
+
+NAMES = ["Noor", "Ivo"]
+
+
+def _ev(eid: str, seq: int, quote: str, *, idx: int = 0, value: str | None = None, frame: dict | None = None,
+        subject: str = "Noor") -> EventNode:
+    return EventNode(
+        id=eid, conversation_id="c", session_id="s", type="state_change", subject=subject, description=quote,
+        quote=quote, time_anchor=f"2024-0{min(seq, 9)}-01T10:00:00Z", event_time=None, event_time_granularity=None,
+        seq=seq, sentence_idx=idx, facet=None, value=value, negated=False, confidence=0.8, validity=1.0,
+        valid_until=None, topic_id=None, frame=frame, source_refs=[f"m{seq}"],
+    )
+
+
+def _graph(*events: EventNode) -> Graph:
+    return Graph({e.id: e for e in events}, defaultdict(list), defaultdict(list), {}, {})
+
+
+def _answer(question: str, *ranked: EventNode, settings: AskSettings | None = None) -> str:
+    graph = _graph(*ranked)
+    scored = [(ev, 0.8 - 0.01 * i) for i, ev in enumerate(ranked)]
+    return answer_offline(graph, shape_of(question, NAMES, None), scored, {ev.id: sc for ev, sc in scored}, 0.9, None,
+                          settings or AskSettings(), question).text
+
+
+@pytest.mark.parametrize(("noun", "kind"), [
+    ("dentist", "person"), ("landlord", "person"), ("supplier", "person"),  # a person is the most frequent sense
+    ("rent", "money"), ("fee", "money"), ("rate", "money"),  # a possession among the two most frequent senses
+    ("date", "time"), ("day", "time"),
+    ("colour", "colour"), ("color", "colour"),
+    ("hobby", None), ("thesis", None), ("plot", None),  # nothing a value's type can be told from
+])
+def test_wordnet_types_the_noun_a_question_asks_for(noun: str, kind: str | None) -> None:
+    assert answer_class(noun) == kind
+
+
+def test_colour_words_come_from_wordnet() -> None:
+    assert is_colour("navy") and is_colour("blue")
+    assert not is_colour("kitchen")
+
+
+@pytest.mark.parametrize(("question", "labels"), [
+    ("Which dentist does Noor see?", ("PERSON", "ORG")),  # the noun the question word determines
+    ("What was Noor's day rate?", ("MONEY",)),  # the noun the copula pairs with the question word
+    ("What is the name of Noor's landlord?", ("PERSON", "ORG")),  # through "the name of"
+    ("What colour is Noor's bike?", ("COLOR",)),
+    ("Where does Noor live?", ("GPE", "LOC", "FAC")),  # the question word alone
+    ("What hobby does Noor have?", None),
+    ("What was Noor putting her savings towards?", None),  # the question word is not the savings
+])
+def test_the_asked_noun_types_the_answer(question: str, labels: tuple | None) -> None:
+    assert asked_labels(shape_of(question, NAMES, None), question) == labels
+
+
+def test_a_sentence_answer_is_reduced_to_the_value_of_the_asked_type() -> None:
+    van = _ev("v", 2, "£240 a day, me and the Sprinter, anywhere in the county", value="Sprinter",
+              frame={"key": "be", "type": "name"})
+    assert _answer("What was Noor's day rate?", van) == "£240"  # the money, not the frame's value
+    # several values of the type in one sentence (a change is told with both): the sentence, which says which is which
+    switch = _ev("s", 3, "I switched dentists, Dr Amadi retired so I see Dr Okafor now")
+    assert _answer("Which dentist does Noor see now?", switch) == switch.quote
+    # a date, a time or a colour is said in phrases the entity reader cuts short: the sentence
+    days = _ev("d", 4, "I'm on Tuesdays and Fridays for the school run now")
+    assert _answer("Which days does Noor do the school run?", days) == days.quote
+    # without the type, the sentence as before
+    assert _answer("What was Noor's day rate?", van, settings=AskSettings(typed_focus=False)) == van.quote
+
+
+def test_a_person_asked_for_is_read_from_the_rest_of_the_message() -> None:
+    first = _ev("a", 4, "ugh, physio again tomorrow.", idx=0)
+    second = _ev("b", 4, "it's Dr Lindqvist, the one near the station", idx=1)
+    graph = _graph(first, second)
+    question = "Who is Noor's physio?"
+    ans = answer_offline(graph, shape_of(question, NAMES, None), [(first, 0.8)], {"a": 0.8}, 0.9, None, AskSettings(),
+                         question)
+    assert "Lindqvist" in ans.text
+
+
+def test_a_value_that_only_repeats_the_asked_noun_does_not_answer() -> None:
+    assert echoes("Which supplier does Noor use?", "suppliers")  # a plural is the same noun
+    assert not echoes("Which supplier does Noor use?", "Clayworks")
+
+
+@pytest.mark.parametrize(("question", "kept"), [
+    ("Which allotment plot did Noor have when her car failed its MOT?", "Which allotment plot did Noor have?"),
+    ("Which part was Noor singing while the choir learned the Requiem?", "Which part was Noor singing?"),
+    ("Who was Noor's dentist around the time her drummer quit?", "Who was Noor's dentist?"),
+    ("When did Noor move?", "When did Noor move?"),  # an opening "when" asks for a time
+    ("What was Noor doing at the time?", "What was Noor doing at the time?"),  # no event named
+])
+def test_a_closing_event_clause_is_left_out_of_what_is_ranked(question: str, kept: str) -> None:
+    assert event_clause_dropped(question) == kept
+
+
+def test_a_closing_event_clause_scopes_the_question_to_that_event() -> None:
+    s = shape_of("Which allotment plot did Noor have when her car failed its MOT?", NAMES, None)
+    assert s.back_when == "her car failed its MOT" and not s.wants_current
+    assert shape_of("When did Noor move?", NAMES, None).back_when is None
