@@ -656,7 +656,8 @@ class Asker:
                  question: str = "", routed: Sequence[tuple[ClaimRow, float]] = ()) -> tuple[list[ContextItem], list[PathOut]]:
         """C_note and C_path under the budget (Eq. 21, 22), most useful first.
 
-        The note section follows the fused note ranking; where a note's message was
+        The routed claims that answer best lead the note section in a share of the budget of their own
+        (`_claim_section`, taken from the paths' share). The note section follows the fused note ranking; where a note's message was
         distilled into events, the event of the sentence that matches the question
         stands in for the whole message (same message cited, fewer words, with its
         validity marker). Budget left unused by notes goes to paths.
