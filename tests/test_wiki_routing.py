@@ -51,7 +51,7 @@ def _routed(db: Path, embedder: Any, question: str, as_of: str | None) -> list[C
         shape = shape_of(question, scope.names, scope.now, None)
         assert shape.people == ["Ines"]
         note_cos = dict(zip(scope.note_rowids, (scope.note_matrix @ qvec).tolist()))
-        return [c for c, _ in asker._routed_claims(scope, shape, question, qvec, as_of, note_cos)]
+        return [c for c, _ in asker._routed_claims(scope, shape, question, qvec, as_of, note_cos, qvec)]
 
 
 # -- claims and their time spans ----------------------------------------------------------------
@@ -208,3 +208,51 @@ def test_the_answer_steps_own_pick_is_always_listed() -> None:
 
 def test_typed_answers_outrank_every_sentence_level_candidate() -> None:
     assert min(PRIORS["chain"], PRIORS["frame"]) - max(PRIORS["claim"], PRIORS["path"], PRIORS["sentence"]) > 1.0
+
+
+# -- routed claims in the context (issue 15): a share of the budget, scored by their own sentence -------------------
+
+
+def _claim(cid: str, day: str, text: str, refs: tuple[str, ...]) -> ClaimRow:
+    return ClaimRow(cid, "conv", text, "active", text, tuple(f"m-{r}" for r in refs), refs, f"{day}T10:00:00Z", None,
+                    None, None, f"ev-{cid}")
+
+
+def test_the_claim_section_keeps_its_share_one_claim_per_day_and_cites_exactly_each_claims_messages() -> None:
+    asker = Asker(None, settings=AskSettings(claim_floor=0.3, claims_per_day=1))  # type: ignore[arg-type]
+    routed = [
+        (_claim("a", "2023-01-02", "Ines plays padel on Sundays.", ("r1",)), 0.8),
+        (_claim("b", "2023-01-02", "Ines plays padel with her sister.", ("r2",)), 0.75),  # same day as a
+        (_claim("c", "2023-03-04", "Ines joined a climbing gym.", ("r3",)), 0.7),
+        (_claim("d", "2023-05-06", "Ines took up rowing on the river.", ("r4",)), 0.6),  # its message is cited
+        (_claim("e", "2023-07-08", "Ines started a pottery class in town with two friends.", ("r5", "r6")), 0.5),
+        (_claim("f", "2023-09-10", "Ines sings.", ("r7",)), 0.29),  # under the floor
+    ]
+    cited = {"m-r4"}
+    section = asker._claim_section(routed, cited, budget=30)
+    texts = [item.text for item, _ in section]
+    assert texts == ["[2023-01-02] Ines plays padel on Sundays.", "[2023-03-04] Ines joined a climbing gym.",
+                     "[2023-07-08] Ines started a pottery class in town with two friends."]
+    assert [item.source_refs for item, _ in section] == [["r1"], ["r3"], ["r5", "r6"]]
+    assert cited == {"m-r4", "m-r1", "m-r3", "m-r5", "m-r6"}
+    assert sum(len(t.split()) for t in texts) <= 30
+    # a smaller share takes fewer claims, and never more words than it holds
+    small = asker._claim_section(routed, {"m-r4"}, budget=12)
+    assert [c.id for _, c in small] == ["a", "c"]
+    loose = Asker(None, settings=AskSettings(claims_per_day=2))._claim_section(routed, set(), budget=30)  # type: ignore[arg-type]
+    assert [c.id for _, c in loose][:2] == ["a", "b"]  # two a day when allowed
+
+
+def test_a_routed_claim_enters_the_context_with_exactly_its_messages_and_only_with_the_wiki(db: Path, embedder: Any) -> None:
+    payroll = "Work changed too: Ines is on the payroll team now."
+    assert _routed(db, embedder, "Which team is Ines on?", None)[0].text == payroll  # its own sentence answers best
+    q = "Is Ines enjoying Lisbon?"  # answered from another message, so the claim is not already cited by the answer
+    with open_store(db) as s:
+        results = {name: Asker(s, embedder=embedder, settings=AskSettings(claim_floor=0.1, ablate=frozenset(off)))
+                   .ask(q, conversation_id=CONV, store_answer=False) for name, off in (("on", ()), ("no wiki", ("wiki",)))}
+    assert "s3-m2" not in results["on"].source_refs
+    items = [c for c in results["on"].context if c.kind == "claim" and c.text.endswith(payroll)]
+    assert len(items) == 1 and items[0].source_refs == ["s3-m2"] and items[0].text.startswith("[2023-11-20] ")
+    kinds = [c.kind for c in results["on"].context]
+    assert results["on"].context.index(items[0]) < kinds.index("note")  # routed claims lead the note section
+    assert not [c for c in results["no wiki"].context if c.kind == "claim"]

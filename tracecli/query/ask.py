@@ -336,7 +336,8 @@ class Asker:
             answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question,
                                     self._readers(scope, avec))
             t_wiki = time.perf_counter()
-            routed = [] if {"wiki", "graph"} & settings.ablate else self._routed_claims(scope, shape, question, qvec, as_of_iso, note_cos)
+            routed = [] if {"wiki", "graph"} & settings.ablate else self._routed_claims(scope, shape, question, qvec, as_of_iso,
+                                                                                       note_cos, avec)
             timing["wiki"] = _ms(t_wiki)
             candidates: list[Candidate] = []
             if not answer.abstained and answer.event_ids:
@@ -580,11 +581,16 @@ class Asker:
         return scope.wiki
 
     def _routed_claims(self, scope: _Scope, shape: QueryShape, question: str, qvec: np.ndarray, as_of: str | None,
-                       note_cos: dict[int, float]) -> list[tuple[ClaimRow, float]]:
+                       note_cos: dict[int, float], avec: np.ndarray | None = None) -> list[tuple[ClaimRow, float]]:
         """TrajWiki's query routing: the pages for the question (dense + FTS fused, `route_pages`, plus the entity
         pages of the people it names), expanded into the claims of their trajectories that hold at the asked time
-        (now, or as of the date), each scored by the question's cosine to the message it rests on, best first.
-        When the question names people, only their claims are taken (a page's trajectory may hold others')."""
+        (now, or as of the date), best first. When the question names people, only their claims are taken (a page's
+        trajectory may hold others').
+
+        A claim is scored by how well its own statement answers: the cosine of `avec` (the question as messages
+        are ranked by) to the sentence of the event the claim was made from, or, for a claim without one, the
+        cosine to the message it rests on. A message's cosine ties all its sentences, so it cannot tell the one
+        claim that answers from its neighbours."""
         wiki = self._wiki(scope)
         if not wiki.claims:
             return []
@@ -601,7 +607,43 @@ class Asker:
                 seen.add(claim.id)
                 rel = max((note_cos.get(wiki.message_note.get(m, -1), 0.0) for m in claim.message_ids), default=0.0)
                 out.append((claim, rel))
+        own = [(i, scope.graph.events[c.event_id]) for i, (c, _) in enumerate(out)
+               if avec is not None and c.event_id in scope.graph.events]
+        if own and scope.vectors is not None:
+            sims = (scope.vectors.matrix([ev for _, ev in own]) @ avec).tolist()
+            for (i, _), sim in zip(own, sims):
+                out[i] = (out[i][0], round(sim, 6))
         out.sort(key=lambda cs: (-cs[1], cs[0].id))
+        return out
+
+    def _claim_section(self, routed: Sequence[tuple[ClaimRow, float]], cited_msgs: set[str],
+                       budget: int) -> list[tuple[ContextItem, ClaimRow]]:
+        """The routed claims that enter the context, in a share of the budget of their own (TrajWiki §3.3: compact,
+        source-grounded claims ranked beside the retrieved notes), best first; `cited_msgs` gains their messages.
+
+        A claim needs its own statement's score (`_routed_claims`) at least `claim_floor`, a message not yet
+        cited, and at most `claims_per_day` claims are taken from one day's messages: a question whose evidence
+        lies in several sessions (multi-hop) gets one claim from each rather than several near-duplicates of one."""
+        s = self.settings
+        out: list[tuple[ContextItem, ClaimRow]] = []
+        used = 0
+        per_day: dict[str, int] = {}
+        texts: set[str] = set()
+        for claim, score in routed:
+            if score < s.claim_floor:
+                break  # best first: the rest score lower
+            day = (claim.said_at or "")[:10]
+            if set(claim.message_ids) <= cited_msgs or (day and per_day.get(day, 0) >= s.claims_per_day):
+                continue
+            item = self._claim_item(claim, score)
+            cost = count_tokens(item.text)
+            if used + cost > budget or item.text in texts:
+                continue
+            texts.add(item.text)
+            out.append((item, claim))
+            used += cost
+            per_day[day] = per_day.get(day, 0) + 1
+            cited_msgs.update(claim.message_ids)
         return out
 
     def _claim_item(self, claim: ClaimRow, score: float) -> ContextItem:
@@ -614,7 +656,8 @@ class Asker:
                  question: str = "", routed: Sequence[tuple[ClaimRow, float]] = ()) -> tuple[list[ContextItem], list[PathOut]]:
         """C_note and C_path under the budget (Eq. 21, 22), most useful first.
 
-        The note section follows the fused note ranking; where a note's message was
+        The routed claims that answer best lead the note section in a share of the budget of their own
+        (`_claim_section`, taken from the paths' share). The note section follows the fused note ranking; where a note's message was
         distilled into events, the event of the sentence that matches the question
         stands in for the whole message (same message cited, fewer words, with its
         validity marker). Budget left unused by notes goes to paths.
@@ -642,22 +685,13 @@ class Asker:
         units: list[tuple[ContextItem, Path | None]] = []
         shown: set[str] = set()  # item texts already in the context
         used_note = 0
-        retrieved = {h.message_id for h in hits}
-        pending = [(c, sc) for c, sc in routed if sc >= s.claim_floor and not set(c.message_ids) & retrieved]
+        for item, claim in self._claim_section(routed, cited_msgs, int(budget * s.claim_share)):
+            shown.add(item.text)
+            units.append((item, None))
+            b_path -= count_tokens(item.text)  # the claims' share comes out of the paths' (notes keep theirs)
+            if claim.event_id:
+                cited.add(claim.event_id)  # no path item repeats the claim's own sentence
         for hit in hits:
-            while pending and pending[0][1] >= hit.cosine + s.claim_margin:
-                # a routed claim as relevant as this note comes first (items ranked together, TrajWiki §3.3)
-                claim, sc = pending.pop(0)
-                if set(claim.message_ids) <= cited_msgs:
-                    continue
-                item = self._claim_item(claim, sc)
-                cost = count_tokens(item.text)
-                if used_note + cost > b_note or item.text in shown:
-                    continue
-                shown.add(item.text)
-                units.append((item, None))
-                used_note += cost
-                cited_msgs.update(claim.message_ids)
             if hit.message_id in cited_msgs:
                 continue
             ref = hit.source_ref or hit.message_id
