@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 
+from ask_fixtures import ALICE, ask_db, copy_db  # noqa: F401 (ask_db is a fixture)
+
 from tracecli.query.answer import RESTATEMENT_MARGIN, answer_offline
 from tracecli.query.paths import EventNode, Graph
 from tracecli.query.settings import AskSettings
@@ -100,3 +102,31 @@ def test_at_a_date_a_same_topic_restatement_said_by_then_is_the_newer_version():
     assert refs(AskSettings(), "2024-06-01T00:00:00Z") == ["m9"]
     assert refs(AskSettings(restate_as_of=False), "2024-06-01T00:00:00Z") == ["m1"]
     assert refs(AskSettings(), "2024-02-01T00:00:00Z") == ["m1"]  # not yet said at that date
+
+
+def test_before_x_is_read_from_flat_evidence(ask_db, embedder, tmp_path, monkeypatch):
+    """What held before X is read from the sentences as said (`AskSettings.before_flat`): the answer step sees no
+    revision edges and no superseded validity for a before-question, and the whole graph for any other."""
+    import tracecli.query.ask as ask_mod
+    from tracecli.store import open_store
+
+    seen: list[Graph] = []
+    real = ask_mod.answer_offline
+    monkeypatch.setattr(ask_mod, "answer_offline", lambda graph, *a, **k: seen.append(graph) or real(graph, *a, **k))
+    store = open_store(copy_db(ask_db, tmp_path / "a.db"), create=False)
+    try:
+        def graph_for(question: str, **settings: bool) -> Graph:
+            seen.clear()
+            ask_mod.Asker(store, embedder=embedder, settings=AskSettings(**settings)).ask(
+                question, conversation_id=ALICE, store_answer=False)
+            return seen[-1]
+
+        def revised(graph: Graph) -> bool:
+            return any(e.label == "updates" for edges in graph.out.values() for e in edges) \
+                and any(ev.validity == 0.0 for ev in graph.events.values())
+
+        assert not revised(graph_for("Where did Alice live before she moved to Porto?"))
+        assert revised(graph_for("Where did Alice live before she moved to Porto?", before_flat=False))
+        assert revised(graph_for("Where does Alice live now?"))
+    finally:
+        store.close()

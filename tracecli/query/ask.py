@@ -333,7 +333,14 @@ class Asker:
             t = time.perf_counter()
             best_cos = max([h.cosine for h in hits[:5]] + [0.0])
             ranked_events = self._rerank_sentences(scope, avec, ranked_events, shape)
-            answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question,
+            reader, read = graph, ranked_events
+            if settings.before_flat and "graph" not in settings.ablate and _asks_before(question, shape):
+                # "What did Noor drive before the camper van?": what held before X is read from the sentences as
+                # they were said, not along revision chains and validity (see AskSettings.before_flat)
+                reader = scope.view(settings.ablate | {"graph"})
+                read = self._rerank_sentences(scope, avec, self._rank_events(
+                    reader, shape, self._seeds(reader, shape, hits, relevance), relevance, as_of_iso), shape)
+            answer = answer_offline(reader, shape, read, relevance, best_cos, as_of_iso, settings, question,
                                     self._readers(scope, avec))
             t_wiki = time.perf_counter()
             routed = [] if {"wiki", "graph"} & settings.ablate else self._routed_claims(scope, shape, question, qvec, as_of_iso,
@@ -799,6 +806,11 @@ def _claim_text(claims: dict[str, list[tuple[str, str, frozenset[str]]]], hit: N
     texts = [("[OUTDATED] " if status == "deprecated" and as_of is None else "") + text for text, status, _ in ranked]
     when = f"[{hit.timestamp[:10]}] " if hit.timestamp else ""
     return when + " ".join(texts)
+
+
+def _asks_before(question: str, shape: QueryShape) -> bool:
+    """Does the question ask what held before something ("… before the camper van?", "… before she moved?")?"""
+    return shape.before_event_verb is not None or re.search(r"(?i)\bbefore\b", question) is not None
 
 
 def _one_per_sentence(ranked: Sequence[tuple[EventNode, float]], limit: int) -> list[str]:
