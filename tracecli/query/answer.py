@@ -17,6 +17,7 @@ import datetime as dt
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from tracecli.graph.dates import format_date
 from tracecli.query.frame_answer import asks_role, before_cut, said_before
@@ -226,6 +227,7 @@ def asked_labels(shape: QueryShape, question: str) -> tuple[str, ...] | None:
     return ANSWER_LABELS.get(kind) if kind else None
 
 
+@lru_cache(maxsize=4096)
 def _focus_noun(question: str) -> str | None:
     """The lemma of the noun a what/which question asks for: the noun the question word determines ("which
     dentist"), else the noun a copula pairs with the question word ("What was Noor's rate?"), through "the name
