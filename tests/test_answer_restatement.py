@@ -104,29 +104,36 @@ def test_at_a_date_a_same_topic_restatement_said_by_then_is_the_newer_version():
     assert refs(AskSettings(), "2024-02-01T00:00:00Z") == ["m1"]  # not yet said at that date
 
 
-def test_before_x_is_read_from_flat_evidence(ask_db, embedder, tmp_path, monkeypatch):
-    """What held before X is read from the sentences as said (`AskSettings.before_flat`): the answer step sees no
-    revision edges and no superseded validity for a before-question, and the whole graph for any other."""
+def test_before_x_without_a_chain_is_read_from_flat_evidence(ask_db, embedder, tmp_path, monkeypatch):
+    """What held before X is read from the sentences as said (`AskSettings.before_flat`) unless a revision chain
+    leads back from X: the answer step is then asked again over the graph without revision edges or validity."""
     import tracecli.query.ask as ask_mod
     from tracecli.store import open_store
 
-    seen: list[Graph] = []
+    seen: list[tuple[bool, str]] = []
     real = ask_mod.answer_offline
-    monkeypatch.setattr(ask_mod, "answer_offline", lambda graph, *a, **k: seen.append(graph) or real(graph, *a, **k))
+
+    def spy(graph: Graph, *a, **k):
+        ans = real(graph, *a, **k)
+        revised = any(e.label == "updates" for edges in graph.out.values() for e in edges) \
+            and any(ev.validity == 0.0 for ev in graph.events.values())
+        seen.append((revised, ans.support))
+        return ans
+
+    monkeypatch.setattr(ask_mod, "answer_offline", spy)
     store = open_store(copy_db(ask_db, tmp_path / "a.db"), create=False)
     try:
-        def graph_for(question: str, **settings: bool) -> Graph:
+        def reads(question: str, **settings: bool) -> list[tuple[bool, str]]:
             seen.clear()
             ask_mod.Asker(store, embedder=embedder, settings=AskSettings(**settings)).ask(
                 question, conversation_id=ALICE, store_answer=False)
-            return seen[-1]
+            return list(seen)
 
-        def revised(graph: Graph) -> bool:
-            return any(e.label == "updates" for edges in graph.out.values() for e in edges) \
-                and any(ev.validity == 0.0 for ev in graph.events.values())
-
-        assert not revised(graph_for("Where did Alice live before she moved to Porto?"))
-        assert revised(graph_for("Where did Alice live before she moved to Porto?", before_flat=False))
-        assert revised(graph_for("Where does Alice live now?"))
+        # no chain back from Porto (a frame answer): read again over flat evidence
+        assert [r for r, _ in reads("Where did Alice live before she moved to Porto?")] == [True, False]
+        assert [r for r, _ in reads("Where did Alice live before she moved to Porto?", before_flat=False)] == [True]
+        # the cat's renaming is a revision chain: followed back, not re-read
+        assert reads("What was Alice's cat called before Mochi?") == [(True, "chain")]
+        assert [r for r, _ in reads("Where does Alice live now?")] == [True]  # not a before-question
     finally:
         store.close()

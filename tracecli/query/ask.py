@@ -333,15 +333,18 @@ class Asker:
             t = time.perf_counter()
             best_cos = max([h.cosine for h in hits[:5]] + [0.0])
             ranked_events = self._rerank_sentences(scope, avec, ranked_events, shape)
-            reader, read = graph, ranked_events
-            if settings.before_flat and "graph" not in settings.ablate and _asks_before(question, shape):
-                # "What did Noor drive before the camper van?": what held before X is read from the sentences as
-                # they were said, not along revision chains and validity (see AskSettings.before_flat)
-                reader = scope.view(settings.ablate | {"graph"})
-                read = self._rerank_sentences(scope, avec, self._rank_events(
-                    reader, shape, self._seeds(reader, shape, hits, relevance), relevance, as_of_iso), shape)
-            answer = answer_offline(reader, shape, read, relevance, best_cos, as_of_iso, settings, question,
+            answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question,
                                     self._readers(scope, avec))
+            if settings.before_flat and "graph" not in settings.ablate and answer.support != "chain" \
+                    and _asks_before(question, shape):
+                # "What did Noor drive before the camper van?" with no revision chain or frame to follow back: what
+                # held before X is read from the sentences as they were said, not through validity
+                # (see AskSettings.before_flat)
+                flat = scope.view(settings.ablate | {"graph"})
+                read = self._rerank_sentences(scope, avec, self._rank_events(
+                    flat, shape, self._seeds(flat, shape, hits, relevance), relevance, as_of_iso), shape)
+                answer = answer_offline(flat, shape, read, relevance, best_cos, as_of_iso, settings, question,
+                                        self._readers(scope, avec))
             t_wiki = time.perf_counter()
             routed = [] if {"wiki", "graph"} & settings.ablate else self._routed_claims(scope, shape, question, qvec, as_of_iso,
                                                                                        note_cos, avec)

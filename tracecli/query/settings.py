@@ -86,9 +86,10 @@ class AskSettings:
     # a closing event clause ("… when her car failed its MOT?") is left out of what is ranked; on B's as-of
     # questions, most of them phrased so, 4 → 6 of 22
     drop_event_clause: bool = True
-    # "before X" questions are answered by the same reader over the sentences as flat evidence (no revision chains
-    # or validity; the context keeps the graph's paths and claims): on A–H's before-X questions 39 valid / 12 stale →
-    # 49 / 9, and the flat reader had been ahead on the held-out sets F, G and J too
+    # a "before X" question with no revision chain leading back from X is answered again by the same reader over the
+    # sentences as flat evidence (no revision edges or validity; the context keeps the graph's paths and claims): on
+    # A–H's before-X questions 39 valid / 12 stale → 44 / 9 (reading every before-question flat gave 49 / 9 but lost
+    # chain answers such as "nurse" before "paramedic"); the flat reader had been ahead on held-out F, G and J too
     before_flat: bool = True
     # the noun a what/which question asks for types its answer (`answer.asked_labels`, WordNet): the typed
     # preference below and the reduction of a sentence to a person or a sum use it
