@@ -176,6 +176,17 @@ class LLMServer:
                     server.requests.append(Recorded(self.path, headers, body))
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                counted = True
+
+                def done() -> None:
+                    # the request stops counting as in flight before its reply can reach the client: counted after
+                    # the write, a client that sends its next request at once could be seen one over its limit
+                    nonlocal counted
+                    if counted:
+                        counted = False
+                        with server._lock:
+                            server.in_flight -= 1
+
                 try:
                     reply = server._next(body)
                     if reply.delay:
@@ -187,13 +198,13 @@ class LLMServer:
                     for k, v in reply.headers.items():
                         self.send_header(k, v)
                     self.send_header("Content-Length", str(len(reply.body)))
+                    done()
                     self.end_headers()
                     self.wfile.write(reply.body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                    done()
 
         return Handler
 
