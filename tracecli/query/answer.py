@@ -18,9 +18,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from tracecli.graph.dates import format_date
-from tracecli.query.frame_answer import asks_role, before_cut, said_before
+from tracecli.query.frame_answer import asked_noun_token, asks_role, before_cut, parse_question, said_before
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape
@@ -181,36 +182,38 @@ def _known_place(text: str) -> str | None:
 _REDUCED = frozenset({"PERSON", "ORG", "MONEY"})
 
 
-def _entities(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> list[str]:
-    """The distinct entities of `text` with one of `labels`, a currency sign kept ("£180", not "180")."""
+@lru_cache(maxsize=2048)
+def _parsed(text: str) -> Any:
+    """A sentence's parse, once per text: the answer step reads the same few sentences' entities several times
+    (the typed preference, the restatement check, the value read out)."""
     from tracecli.graph.nlp import get_nlp
 
-    doc = get_nlp()(text)
+    return get_nlp()(text)
+
+
+def _entities(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> list[str]:
+    """The distinct entities of `text` with one of `labels`, in order, a currency sign kept ("£180", not "180");
+    for COLOR, after them, the colour words with the modifier just before them ("sage green")."""
+    doc = _parsed(text)
     out: list[str] = []
     for ent in doc.ents:
         if ent.label_ in labels and ent.text not in avoid:
             start = ent.start - 1 if ent.start and doc[ent.start - 1].is_currency else ent.start
             if doc[start: ent.end].text not in out:
                 out.append(doc[start: ent.end].text)
-    return out
-
-
-def _entity(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> str | None:
-    """The first entity of `text` with one of `labels` (COLOR: a colour word with its modifiers, "sage green")."""
-    from tracecli.graph.nlp import get_nlp
-
-    doc = get_nlp()(text)
-    for ent in doc.ents:
-        if ent.label_ in labels and ent.text not in avoid:
-            return ent.text
     if "COLOR" in labels:
         from tracecli.graph.lexicon import is_colour
 
         for tok in doc:
             if tok.pos_ in ("ADJ", "NOUN", "PROPN") and is_colour(tok.lemma_ or tok.text):
                 mods = [c for c in tok.lefts if c.pos_ in ("ADJ", "NOUN", "PROPN", "ADV") and c.i == tok.i - 1]
-                return doc[mods[0].i if mods else tok.i: tok.i + 1].text
-    return None
+                out.append(doc[mods[0].i if mods else tok.i: tok.i + 1].text)
+    return out
+
+
+def _entity(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> str | None:
+    """The first of `_entities`, or None."""
+    return next(iter(_entities(text, labels, avoid)), None)
 
 
 def asked_labels(shape: QueryShape, question: str) -> tuple[str, ...] | None:
@@ -227,32 +230,32 @@ def asked_labels(shape: QueryShape, question: str) -> tuple[str, ...] | None:
     return ANSWER_LABELS.get(kind) if kind else None
 
 
-@lru_cache(maxsize=4096)
 def _focus_noun(question: str) -> str | None:
     """The lemma of the noun a what/which question asks for: the noun the question word determines ("which
-    dentist"), else the noun a copula pairs with the question word ("What was Noor's rate?"), through "the name
-    of …"."""
-    from tracecli.graph.nlp import get_nlp
-
-    doc = get_nlp()(question)
-    wh = next((t for t in doc if t.lower_ in ("what", "which")), None)
-    if wh is None:
-        return None
-    focus = None
-    if wh.dep_ == "det" and wh.head.pos_ == "NOUN":
-        focus = wh.head
-    elif wh.dep_ in ("attr", "nsubj") and wh.head.lemma_ == "be":
-        focus = next((c for c in wh.head.children if c.dep_ in ("nsubj", "attr") and c.i != wh.i and c.pos_ == "NOUN"), None)
+    dentist", `frame_answer.asked_noun_token`), else the noun a copula pairs with the question word ("What was
+    Noor's rate?"), through "the name of …"."""
+    focus = asked_noun_token(question)
+    if focus is None:
+        wh = next((t for t in parse_question(question) if t.lower_ in ("what", "which")), None)
+        if wh is not None and wh.dep_ in ("attr", "nsubj") and wh.head.lemma_ == "be":
+            focus = next((c for c in wh.head.children if c.dep_ in ("nsubj", "attr") and c.i != wh.i and c.pos_ == "NOUN"), None)
     if focus is not None and focus.lemma_ == "name":
         focus = next((g for c in focus.children if c.dep_ == "prep" and c.lower_ == "of"
                       for g in c.children if g.dep_ == "pobj" and g.pos_ == "NOUN"), focus)
     return (focus.lemma_ or focus.text).lower() if focus is not None else None
 
 
+def _same_message(graph: Graph, ev: EventNode) -> list[EventNode]:
+    """The events read from the message `ev` was read from (through the message's note; a graph built without
+    notes is searched whole), `ev` included."""
+    ids = [i for r in ev.note_rowids for i in graph.by_note.get(r, ())] if ev.note_rowids else list(graph.events)
+    return [o for o in (graph.events[i] for i in ids if i in graph.events)
+            if o.seq == ev.seq and o.conversation_id == ev.conversation_id]
+
+
 def _rest_of_message(graph: Graph, ev: EventNode) -> list[str]:
     """The other sentences of the message `ev` was read from, in order."""
-    same = {o.sentence_idx: o.quote for o in graph.events.values()
-            if o.seq == ev.seq and o.conversation_id == ev.conversation_id and o.sentence_idx != ev.sentence_idx}
+    same = {o.sentence_idx: o.quote for o in _same_message(graph, ev) if o.sentence_idx != ev.sentence_idx}
     return [same[i] for i in sorted(same)]
 
 
@@ -340,9 +343,8 @@ def _said_instead(graph: Graph, retraction: EventNode) -> EventNode | None:
     """The value the same person states in the same message after retracting one, of the retracted value's
     type (a name for a name, a thing for a thing): "quit X, starting at Y" → Y."""
     kind = (retraction.frame or {}).get("type")
-    same = [ev for ev in graph.events.values()
-            if ev.seq == retraction.seq and ev.conversation_id == retraction.conversation_id and ev.id != retraction.id
-            and ev.subject == retraction.subject and not ev.negated and ev.value and _order(ev) >= _order(retraction)
+    same = [ev for ev in _same_message(graph, retraction)
+            if ev.id != retraction.id and ev.subject == retraction.subject and not ev.negated and ev.value and _order(ev) >= _order(retraction)
             and not (_words(ev.value) & _words(retraction.value))
             and (ev.frame or {}).get("type") == kind and not (ev.frame or {}).get("hedged")]
     return min(same, key=lambda ev: (not any(e.label == "updates" for e in graph.out.get(ev.id, [])), _order(ev)),
@@ -519,10 +521,13 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         if (shape.wants_current and shape.says_now) or as_of is not None or cut is not None:
             topic = readers.between if readers is not None and cut is None and (
                 shape.wants_current or settings.restate_as_of) else None
-            labels = labels if settings.restate_typed else None
-            typed = labels is not None and _holds(best.quote, labels, people)
-            best = _latest_restatement(valid, topic, settings.restate_margin, settings.restate_topic,
-                                       (lambda ev: _holds(ev.quote, labels, people)) if typed else None)
+            keep: Callable[[EventNode], bool] | None = None
+            if settings.restate_typed and labels is not None and _holds(best.quote, labels, people):
+                asked = labels
+
+                def keep(ev: EventNode) -> bool:  # a restatement of a typed sentence holds a value of that type
+                    return _holds(ev.quote, asked, people)
+            best = _latest_restatement(valid, topic, settings.restate_margin, settings.restate_topic, keep)
     if best is not None and _asks(best):
         best = _reply(graph, best) or best
     if best is None:

@@ -46,7 +46,7 @@ class FrameAnswer:
 
 
 @lru_cache(maxsize=512)
-def _parse(question: str) -> Any:
+def parse_question(question: str) -> Any:
     """The question's parse, once per question (read for its lemmas, asked noun and asked phrase)."""
     from tracecli.graph.nlp import get_nlp
 
@@ -54,7 +54,7 @@ def _parse(question: str) -> Any:
 
 
 def _lemmas(question: str) -> set[str]:
-    doc = _parse(question)
+    doc = parse_question(question)
     return {(t.lemma_ or t.text).lower() for t in doc if not t.is_punct} | {t.lower_ for t in doc}
 
 
@@ -64,12 +64,18 @@ def _key_words(frame: Mapping[str, Any]) -> set[str]:
     return words
 
 
+def asked_noun_token(question: str) -> Any | None:
+    """The noun token a 'what / which N' question word determines ('What car does she drive?' → car)."""
+    for tok in parse_question(question):
+        if tok.lower_ in ("what", "which") and tok.dep_ == "det" and tok.head.pos_ == "NOUN":
+            return tok.head
+    return None
+
+
 def asked_noun(question: str) -> str | None:
     """The noun a 'what / which N' question asks for ('What car does she drive?' → 'car'), lemmatised."""
-    for tok in _parse(question):
-        if tok.lower_ in ("what", "which") and tok.dep_ == "det" and tok.head.pos_ == "NOUN":
-            return (tok.head.lemma_ or tok.head.text).lower()
-    return None
+    head = asked_noun_token(question)
+    return (head.lemma_ or head.text).lower() if head is not None else None
 
 
 #: prepositions that place an occupation noun rather than ask for it ("What did Mei work on at her job?")
@@ -81,7 +87,7 @@ def asks_role(question: str) -> bool:
     job?", "What does Noor do for work?", "What kind of work …") or "do … for a living"?"""
     from tracecli.graph.lexicon import is_occupation
 
-    for tok in _parse(question):
+    for tok in parse_question(question):
         if tok.pos_ != "NOUN":
             continue
         if tok.lower_ == "living" and tok.dep_ == "pobj" and tok.head.lower_ == "for":
@@ -167,13 +173,11 @@ class _Cand:
 
 def _asked_phrase(question: str, people: Sequence[str]) -> str | None:
     """What kind of value the question wants, as words: 'what mobile network …' → 'mobile network'."""
-    doc = _parse(question)
-    for tok in doc:
-        if tok.lower_ in ("what", "which") and tok.dep_ == "det" and tok.head.pos_ == "NOUN":
-            head = tok.head
-            mods = [c for c in head.children if c.dep_ in ("compound", "amod") and c.i < head.i]
-            return " ".join(t.text for t in sorted([*mods, head], key=lambda t: t.i)).lower()
-    for tok in doc:  # "What is Wren's gym locker code?" → the possessed noun
+    head = asked_noun_token(question)
+    if head is not None:
+        mods = [c for c in head.children if c.dep_ in ("compound", "amod") and c.i < head.i]
+        return " ".join(t.text for t in sorted([*mods, head], key=lambda t: t.i)).lower()
+    for tok in parse_question(question):  # "What is Wren's gym locker code?" → the possessed noun
         if tok.pos_ == "NOUN" and any(c.dep_ == "poss" for c in tok.children):
             mods = [c for c in tok.children if c.dep_ in ("compound", "amod")]
             return " ".join(t.text for t in sorted([*mods, tok], key=lambda t: t.i)).lower()
