@@ -23,6 +23,7 @@ import importlib.util
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from tracecli.cache import cache_file, read_cached, write_cached
 
@@ -32,7 +33,19 @@ _NOT_ROLES = ("relative", "friend", "lover", "peer", "neighbor", "juvenile", "ma
 _OCCUPATION_SENSES = 3
 #: how many of a noun's most frequent senses type what a question asking for it wants (a sum of money …)
 _ANSWER_SENSES = 2
-_CLASSES = 8
+
+
+class WordClasses(NamedTuple):
+    """The word sets read from WordNet (see `build_classes`)."""
+
+    roles: frozenset[str]
+    occupations: frozenset[str]
+    adjectives: frozenset[str]
+    persons: frozenset[str]  # most frequent sense a person
+    money: frozenset[str]  # a possession among the two most frequent senses
+    times: frozenset[str]  # a time among the two most frequent senses
+    colours: frozenset[str]  # any sense a colour
+    colour_names: frozenset[str]  # a name of colour itself
 
 
 def _wordnet_dir() -> Path | None:
@@ -72,7 +85,7 @@ def _read_nouns(root: Path) -> tuple[dict[str, tuple[str, list[str]]], dict[str,
     return synsets, index
 
 
-def build_classes(root: Path) -> tuple[frozenset[str], ...]:
+def build_classes(root: Path) -> WordClasses:
     """(role nouns, occupation nouns, adjectives, person nouns, money nouns, time nouns, colour words, names for a
     colour) read from a WordNet 3.0 dict folder (a few seconds); the last five type what a question asks for
     (`answer_class`, `is_colour`)."""
@@ -118,20 +131,20 @@ def build_classes(root: Path) -> tuple[frozenset[str], ...]:
             roles.add(word)
         if occupation is not None and any(o == occupation or occupation in above(o) for o in offsets[:_OCCUPATION_SENSES]):
             occupations.add(word)
-    return (frozenset(roles), frozenset(occupations), adjectives, frozenset(persons), frozenset(money),
-            frozenset(times), frozenset(colours), frozenset(colour_names))
+    return WordClasses(frozenset(roles), frozenset(occupations), adjectives, frozenset(persons), frozenset(money),
+                       frozenset(times), frozenset(colours), frozenset(colour_names))
 
 
 @lru_cache(maxsize=1)
-def _classes() -> tuple[frozenset[str], ...]:
+def _classes() -> WordClasses:
     root = _wordnet_dir()
     if root is None:
-        return (frozenset(),) * _CLASSES
+        return WordClasses(*[frozenset()] * len(WordClasses._fields))
     key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 4)
     path = cache_file("wordnet-roles", key)
     text = read_cached(path)
-    if text is not None and text.count("\n\n") == _CLASSES - 1:
-        return tuple(frozenset(part.split("\n")) for part in text.split("\n\n"))
+    if text is not None and text.count("\n\n") == len(WordClasses._fields) - 1:
+        return WordClasses(*(frozenset(part.split("\n")) for part in text.split("\n\n")))
     classes = build_classes(root)
     write_cached(path, "\n\n".join("\n".join(sorted(c)) for c in classes))
     return classes
@@ -142,15 +155,15 @@ def is_role(noun: str, *, adjective: bool = False) -> bool:
     ('firefighter', 'sous chef')? `adjective`: the word stands where an adjective would ("firefighter life"), so a
     word that is also an adjective ("extra", "professional") is read as one, not as a role."""
     words = noun.strip().lower().split()
-    roles = _classes()[0]
-    if not words or (adjective and words[-1] in _classes()[2]):
+    roles = _classes().roles
+    if not words or (adjective and words[-1] in _classes().adjectives):
         return False
     return " ".join(words) in roles or words[-1] in roles
 
 
 def is_occupation(noun: str) -> bool:
     """Does the noun (a lemma) name an occupation ('job', 'profession', 'career')?"""
-    return noun.strip().lower() in _classes()[1]
+    return noun.strip().lower() in _classes().occupations
 
 
 #: entity labels (spaCy's, plus COLOR for a colour word) of the answer to a question asking for a noun of each class
@@ -164,9 +177,9 @@ def answer_class(noun: str) -> str | None:
     'colour' when it names colour itself ("colour", "coloring"); None otherwise."""
     word = noun.strip().lower()
     classes = _classes()
-    if word in classes[7]:
+    if word in classes.colour_names:
         return "colour"
-    for name, members in (("person", classes[3]), ("money", classes[4]), ("time", classes[5])):
+    for name, members in (("person", classes.persons), ("money", classes.money), ("time", classes.times)):
         if word in members:
             return name
     return None
@@ -174,4 +187,4 @@ def answer_class(noun: str) -> str | None:
 
 def is_colour(word: str) -> bool:
     """Does any WordNet sense of the word (a lemma) name a colour ('navy', 'copper', 'sage green')?"""
-    return word.strip().lower() in _classes()[6]
+    return word.strip().lower() in _classes().colours

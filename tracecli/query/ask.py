@@ -470,7 +470,9 @@ class Asker:
         exactly one."""
         if not self.settings.address_named:
             return question
-        text = event_clause_dropped(before_clause_dropped(question)) if self.settings.drop_event_clause else before_clause_dropped(question)
+        text = before_clause_dropped(question)
+        if self.settings.drop_event_clause:
+            text = event_clause_dropped(text)
         speakers = [p for p in shape.people if p in scope.participants]
         return addressed(text, speakers[0]) if len(speakers) == 1 else text
 
