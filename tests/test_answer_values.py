@@ -248,3 +248,72 @@ def test_a_retraction_is_answered_by_the_value_said_instead_in_the_same_message(
     new.frame = {"key": "start at", "type": "thing"}  # nothing of the retracted value's type said instead
     assert answer_offline(graph, shape, ranked, {}, 0.9, None, AskSettings(), question).text == "Noor no longer: Halden Ltd"
 
+
+
+def test_a_later_sentence_naming_the_frame_value_again_does_not_replace_it():
+    frame = {"key": "play for", "type": "org", "head": "rovers"}
+    joined = _ev("j", 3, "I'm playing for Bristol Rovers now", value="Bristol Rovers", frame=frame)
+    mention = _ev("m", 8, "the physio at Rovers sorted my ankle out")
+    question = "Who does Noor play for now?"
+    shape = shape_of(question, ["Noor"], None)
+    args = (_graph(joined, mention), shape, [(joined, 0.7), (mention, 0.65)], {"j": 0.8, "m": 0.7}, 0.9, None)
+    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.7)).text == "Bristol Rovers"
+    # without the check the later mention was taken for a restatement with a new value
+    off = answer_offline(*args, AskSettings(restate_new_value=False), question, _readers(topic=0.7))
+    assert off.source_refs == ["m8"]
+    # a later sentence that names the value but presents something as new still counts as the newer version
+    moved = _ev("n", 9, "the Rovers season is over, I'm at Bath City now")
+    args = (_graph(joined, moved), shape, [(joined, 0.7), (moved, 0.65)], {"j": 0.8, "n": 0.7}, 0.9, None)
+    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.7)).source_refs == ["m9"]
+
+
+def test_a_sentence_naming_nothing_continues_into_the_value_said_next_in_its_message():
+    said = _ev("s", 5, "the bike shed has a padlock now and I keep forgetting the code")
+    code = _ev("c", 5, "so writing it down here: 8812.")
+    code.sentence_idx = 1
+    later = _ev("l", 5, "anyway, how was Porto?")
+    later.sentence_idx = 2
+    question = "What is the code of Noor's bike shed padlock?"
+    shape = shape_of(question, ["Noor"], None)
+    graph = _graph(said, code, later)
+    ranked = [(said, 0.8), (later, 0.4)]
+    ans = answer_offline(graph, shape, ranked, {}, 0.9, None, AskSettings(), question)
+    assert "8812" in ans.text and ans.event_ids == ["c"]
+    off = answer_offline(graph, shape, ranked, {}, 0.9, None, AskSettings(value_follows=False), question)
+    assert "8812" not in off.text
+    # a sentence that names something specific is answered as it is
+    named = _ev("p", 6, "my padlock code is 4410")
+    assert "4410" in answer_offline(_graph(named, code), shape, [(named, 0.8)], {}, 0.9, None, AskSettings(), question).text
+
+
+def test_a_sentence_naming_the_value_and_stating_another_of_its_kind_is_a_new_version():
+    joined = _ev("j", 3, "I volunteer with the Litter Crew on Sundays", value="Litter Crew",
+                 frame={"key": "volunteer with", "type": "org", "head": "crew"})
+    moved = _ev("t", 8, "the Litter Crew wound down for winter so I've started at the Repair Cafe",
+                value="Repair Cafe", frame={"key": "start at", "type": "org", "head": "cafe"})
+    question = "Who does Noor volunteer with on Sundays now?"
+    shape = shape_of(question, ["Noor"], None)
+    args = (_graph(joined, moved), shape, [(joined, 0.7), (moved, 0.65)], {"j": 0.8, "t": 0.7}, 0.9, None)
+    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.7)).source_refs == ["m8"]
+    # the same sentence stating nothing else of that kind only refers to the Litter Crew
+    moved.value, moved.frame = None, None
+    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.7)).text == "Litter Crew"
+
+
+def test_a_frame_said_as_new_is_preferred_when_the_state_now_is_asked():
+    from tracecli.query.frame_answer import frame_answer
+
+    old = _ev("o", 2, "I play squash with my brother", value="squash", frame={"key": "play", "type": "thing", "head": "squash"})
+    new = _ev("n", 6, "I play Padelia now, way more fun", value="Padelia",
+              frame={"key": "play", "type": "name", "head": "padelia", "novelty": True})
+    relevance = {"o": 0.80, "n": 0.76}
+    graph = _graph(old, new)
+
+    def asked(question: str, bonus: float):
+        found = frame_answer(graph, shape_of(question, ["Noor"], None), question, relevance, None, ["Noor"],
+                             novelty_bonus=bonus)
+        return found.event.value if found else None
+
+    assert asked("What does Noor play now?", 0.08) == "Padelia"
+    assert asked("What does Noor play now?", 0.0) == "squash"
+    assert asked("What did Noor play before?", 0.08) == "squash"  # not for a question about the past

@@ -134,7 +134,8 @@ def test_from_x_to_y_with_the_to_phrase_on_the_from_phrase(nlp) -> None:
               tags=["PRP", "VBD", "PRP$", "NN", "IN", "NNP", "IN", "NNP"],
               lemmas=["I", "move", "my", "pension", "from", "Aviva", "to", "Nest"])
     got = {(f.key, f.value) for f in read_frames(doc[:], "Wren", "Jonas", ["Wren", "Jonas"])}
-    assert {("move from", "Aviva"), ("move to", "Nest")} <= got
+    # "moved my pension … to Nest": the possessed object names the attribute whose new value the to-phrase gives
+    assert {("move from", "Aviva"), ("pension", "Nest")} <= got
     assert [(c.name, doc[c.old].text, doc[c.new].text) for c in find_constructions(doc[:])] == [("from_to", "Aviva", "Nest")]
 
 
@@ -157,3 +158,50 @@ def test_a_possible_retraction_retracts_nothing(nlp) -> None:
                  "I am thinking of cancelling the gym"):
         assert [c for c in cons(nlp, text) if c[0] == "retract"] == [], text
     assert ("retract", "choir", None) in cons(nlp, "I quit the choir")  # said as a fact, it does
+
+
+def test_a_noun_misread_as_a_verb_after_to_is_the_new_value(nlp) -> None:
+    # the small parser reads "to soprano" as an infinitive; "soprano" cannot be a verb (WordNet), so it is the value
+    text = "the conductor heard me sing and moved me from alto to soprano."
+    assert ("from_to", "alto", "soprano") in cons(nlp, text)
+    assert [(f.subject, f.key, f.value) for f in frames(nlp, text)] == [("Wren", "move to", "soprano")]
+    # a real infinitive stays one: no substitution, no value "be"
+    assert not any(c[0] == "from_to" for c in cons(nlp, "I moved from Derby to be near my parents"))
+
+
+def test_from_x_to_y_when_the_to_phrase_hangs_elsewhere(nlp) -> None:
+    doc = nlp("I renamed the quiz team from Pun Intended to Quizteama Aguilera, which got a laugh")
+    found = [(c.name, doc[c.old].text, doc[c.new].text) for c in find_constructions(doc[:]) if c.name == "from_to"]
+    assert found and found[0][1] == "Pun" and found[0][2] in ("Aguilera", "Quizteama")
+    assert not any(c[0] == "from_to" for c in cons(nlp, "I drove from Derby, then took the train to Hull"))
+
+
+def test_changing_a_possessed_thing_to_a_value_states_that_attribute(nlp) -> None:
+    [f] = frames(nlp, "I switched my meditation app to Balance btw, the old one kept crashing")
+    assert (f.subject, f.key, f.value, f.copular, f.novelty) == ("Wren", "meditation app", "Balance", True, True)
+    [g] = frames(nlp, "we moved our housewarming to Saturday the 9th")
+    assert (g.key, g.value) == ("housewarming", "Saturday")
+    # without a possessed object it stays a plain frame of the verb
+    assert [(f.key, f.value) for f in frames(nlp, "I switched to Balance")] == [("switch to", "Balance")]
+
+
+def test_a_function_word_in_capitals_is_no_value(nlp) -> None:
+    assert all(f.value.lower() != "again" for f in frames(nlp, "my laptop crashed AGAIN during the call"))
+
+
+def test_a_third_persons_change_is_not_the_speakers_revision(nlp) -> None:
+    from tracecli.graph.frames import attach_frames
+
+    class Ev:
+        def __init__(self, subject, value, negated, n):
+            self.subject, self.value, self.negated, self.facet, self.frame, self.value_norm = subject, value, negated, None, None, None
+
+    def constructions(text: str) -> list:
+        events = attach_frames(nlp(text)[:], "Wren", "Jonas", ["Wren", "Jonas"], [Ev("Wren", None, False, 0)], Ev)
+        return [c for ev in events for c in (ev.frame or {}).get("constructions", [])]
+
+    assert constructions("my cousin went from alto to soprano last year") == []
+    assert constructions("you quit the band ages ago") == []
+    assert [c["old"] for c in constructions("I quit the band")] == ["band"]
+    assert [(c["old"], c["new"]) for c in constructions("the conductor moved me from alto to soprano")] == [("alto", "soprano")]
+    assert [c["old"] for c in constructions("the Lisbon trip is off")] == ["Lisbon trip"]  # the old value is the subject

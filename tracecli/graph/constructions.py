@@ -235,6 +235,9 @@ def find_constructions(sent: Any) -> list[Construction]:
         seen.add(key)
         out.append(Construction(name, _abs(ids.get("old"), start), _abs(ids.get("new"), start),
                                 _abs(ids.get("verb"), start)))
+    if not any(c.name == "from_to" for c in out):
+        out.extend(Construction(c.name, _abs(c.old, start), _abs(c.new, start), _abs(c.verb, start))
+                   for c in _loose_from_to(span_doc))
     for match_id, s, e in tok(span_doc):
         name = vocab[match_id]
         if name == "ended_tok":
@@ -248,6 +251,41 @@ def find_constructions(sent: Any) -> list[Construction]:
             out.append(Construction(name, None, None, _abs(s, start)))
         elif name == "new_attr":
             out.append(Construction(name, None, _abs(e - 1, start), None))
+    return out
+
+
+#: how many tokens may stand between a from-phrase's object and its "to" in `_loose_from_to`
+_FROM_TO_GAP = 6
+
+
+def _loose_from_to(doc: Any) -> list[Construction]:
+    """"from X to Y" where the parse did not join the two phrases: the from-phrase on the verb's object, the
+    to-phrase on a word after X ("renamed the team from Pun Intended to Quiz Khalifa"), or Y misread as a verb
+    after an infinitive "to" ("moved me from alto to soprano"). A verb's from-phrase, then, within
+    `_FROM_TO_GAP` tokens and no punctuation between, a "to"/"into" whose object (or misread noun,
+    `frames.misread_to`) is the new value."""
+    from tracecli.graph.frames import misread_to
+
+    out: list[Construction] = []
+    for frm in doc:
+        if frm.lower_ != "from" or frm.dep_ != "prep":
+            continue
+        # the from-phrase of the verb, or of its object ("renamed the team from X to Y" hangs it on "team")
+        verb = frm.head if frm.head.pos_ in ("VERB", "AUX") else frm.head.head if frm.head.dep_ == "dobj" else None
+        old = next((g for g in frm.children if g.dep_ == "pobj"), None)
+        if verb is None or old is None or old.pos_ == "PRON" or is_hedged(verb) or any(c.dep_ == "neg" for c in verb.children):
+            continue
+        for j in range(old.i + 1, min(len(doc), old.i + 1 + _FROM_TO_GAP)):
+            to = doc[j]
+            if to.is_punct:
+                break
+            if to.lower_ not in ("to", "into"):
+                continue
+            new = next((g.i for g in to.children if g.dep_ == "pobj"), None) if to.dep_ == "prep" else \
+                next((v.i for t, v in misread_to(to.head.head) if t.i == to.i), None) if to.dep_ == "aux" else None
+            if new is not None:
+                out.append(Construction("from_to", old.i, new, verb.i))
+            break
     return out
 
 

@@ -36,7 +36,7 @@ from tracecli.graph.patterns import (
     ANSWER_SHAPES,
     _scan,
 )
-from tracecli.text import content_words, short_hash
+from tracecli.text import STOPWORDS, content_words, short_hash
 from tracecli.timeutil import parse_iso
 
 
@@ -570,6 +570,8 @@ class RuleExtractor:
 
     def _valid_value(self, value: str, kind: str, ents: dict[str, str], facet: str) -> bool:
         first = value.split()[0]
+        if value.lower() in STOPWORDS:
+            return False  # "my laptop crashed AGAIN": a function word in capitals for emphasis names nothing
         if kind in ("place", "org", "name"):
             if first in _NOT_A_PLACE:
                 return False

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tracecli.text import STOPWORDS
+
 # -- closed-class words (English grammar, not data) ------------------------------------------
 
 FIRST_PERSON = frozenset({"i", "me", "we", "us"})
@@ -123,7 +125,8 @@ def _span_tokens(head: Any, keep_det: bool = False) -> list[Any]:
     toks.sort(key=lambda t: t.i)
     # contiguous run around the head only (a stray child across a clause would make a discontinuous value)
     run = [t for t in toks if toks[0].i <= t.i <= toks[-1].i]
-    while run and (run[0].dep_ in ("det", "case", "prep") and not keep_det or run[0].is_punct):
+    while run and (run[0].dep_ in ("det", "case", "prep") and not keep_det or run[0].is_punct
+                   or run[0].dep_ == "aux" and run[0].head.i == head.i):  # "to" of a noun misread as a verb
         if run[0].i == head.i:
             break
         run = run[1:]
@@ -233,9 +236,52 @@ def _attribute_key(noun: Any) -> str:
     return " ".join(words)
 
 
+#: verbs of changing something into something else, whose "to"-phrase names the result (Levin's verbs of
+#: "change of state" and "turning"): "switched my meditation app to Balance", "changed my number to …"
+RESULT_VERBS = frozenset("switch change move convert upgrade downgrade rename update set turn swap".split())
+
+
+def _changed_attribute(verb: Any, args: Sequence[tuple[str, Any]]) -> Frame | None:
+    """'I switched my meditation app to Balance' states 'my meditation app is Balance' (now): a verb of changing, an object the
+    subject possesses ('my …'), and the result in its to-phrase; the object names the attribute, not a value."""
+    if (verb.lemma_ or "").lower() not in RESULT_VERBS:
+        return None
+    obj = next((h for k, h in args if h.dep_ == "dobj" and h.pos_ in ("NOUN", "PROPN") and any(
+        c.dep_ == "poss" and c.lower_ in FIRST_POSSESSIVE | SECOND_POSSESSIVE | {"his", "her", "their"}
+        for c in h.children)), None)
+    result = next((h for k, h in args if k.split()[-1] in ("to", "into") and h.i > verb.i), None)
+    if obj is None or result is None:
+        return None
+    f = _frame("", _attribute_key(obj), result, verb.sent, verb=verb, copular=True)
+    return replace(f, novelty=True, verb="") if f is not None else None
+
+
+def misread_to(verb: Any) -> list[tuple[Any, Any]]:
+    """("to", value) pairs the small parser misreads as an infinitive: in "moved me from alto to soprano" it
+    tags the noun after "to" a verb ("to" its auxiliary), or a noun heading a clause. A clause of the verb whose
+    head directly follows a "to"/"into" and is tagged a noun, or is a word that cannot be a verb at all (WordNet's
+    verb index), is that preposition's object."""
+    from tracecli.graph.lexicon import is_verb
+
+    out = []
+    for c in verb.children:
+        if c.dep_ not in ("advcl", "xcomp", "ccomp") or c.i == 0:
+            continue
+        to = c.doc[c.i - 1]
+        if to.lower_ not in ("to", "into") or to.head.i != c.i:
+            continue
+        if c.pos_ in ("NOUN", "PROPN", "NUM") or not (is_verb(c.lemma_ or c.text) or is_verb(c.text)):
+            out.append((to, c))
+    return out
+
+
 def _pobj(prep: Any) -> Any | None:
-    """The object of a preposition token, if the parse gives it one."""
-    return next((g for g in prep.children if g.dep_ == "pobj"), None)
+    """The object of a preposition token, if the parse gives it one. A chat word read as the object's head
+    ("to Balance btw": 'btw' the object, 'Balance' its compound) gives way to the noun before it."""
+    obj = next((g for g in prep.children if g.dep_ == "pobj"), None)
+    if obj is not None and obj.lower_ in CHAT_INTERJECTIONS:
+        obj = next((c for c in reversed(list(obj.lefts)) if c.dep_ in ("compound", "amod", "nmod")), None)
+    return obj
 
 
 def _frame(subject: str, key: str, head_tok: Any, sent: Any, *, verb: Any | None, copular: bool,
@@ -250,8 +296,8 @@ def _frame(subject: str, key: str, head_tok: Any, sent: Any, *, verb: Any | None
     base = sent.start_char
     start, end = toks[0].idx - base, toks[-1].idx + len(toks[-1].text) - base
     text = sent.text[start:end].strip()
-    if len(text) < 2 or not re.search(r"[\w]", text):
-        return None
+    if len(text) < 2 or not re.search(r"[\w]", text) or text.lower() in STOPWORDS:
+        return None  # "crashed AGAIN": a function word, capitalised for emphasis, is no value
     key = re.sub(r"\s+", " ", key).strip()
     if not key:
         return None
@@ -397,6 +443,12 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
                 pobj = _pobj(inner) if inner is not None else None
                 if pobj is not None:
                     args.append((f"{key} {c.lower_} {inner.lower_}", pobj))
+        args += [(f"{key} {to.lower_}", value) for to, value in misread_to(tok)]
+        result = _changed_attribute(tok, args)
+        if result is not None:  # the object and the to-phrase are read as one attribute frame
+            frames.append(replace(result, subject=subject))
+            args = [(k, h) for k, h in args if h.dep_ != "dobj" and h.i != result.value_tokens[-1]
+                    and h.i not in result.value_tokens]
         for k, head in args:
             if head.dep_ == "pobj" and head.ent_type_ in ("DATE", "TIME") and k.split()[-1] in ("in", "on", "at", "for", "by"):
                 continue  # "moved in March": a time adjunct, not the value
@@ -429,6 +481,10 @@ def _placed_object_frames(verb: Any, speaker: str, other: str | None, participan
                 if pobj is not None and pobj.ent_type_ not in ("DATE", "TIME") else None
             if f is not None:
                 out.append(f)
+    for to, value in misread_to(verb):
+        f = _frame(person, f"{_verb_key(verb)} {to.lower_}", value, verb.sent, verb=verb, copular=False)
+        if f is not None:
+            out.append(f)
     return out
 
 
@@ -725,6 +781,8 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
     cons: list[dict[str, str]] = []
     doc = sent.doc if hasattr(sent, "doc") else sent
     for c in find_constructions(sent):
+        if _someone_elses_change(doc, c, speaker, other, participants):
+            continue  # "my friend Hana went from alto to tenor": a third person's change, not the speaker's
         old = _phrase(doc, c.old, sent) if c.old is not None else None
         new = _phrase(doc, c.new, sent) if c.new is not None else None
         if c.old is not None:
@@ -775,6 +833,29 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
             events.append(host)
         host.frame = dict(host.frame or {}, constructions=cons)
     return events
+
+
+def _someone_elses_change(doc: Any, c: Any, speaker: str, other: str | None, participants: Sequence[str]) -> bool:
+    """Is the construction's verb said of someone other than the speaker: the other participant ("you quit the
+    band"), or a person who is neither ("my friend Hana went from alto to tenor"), with no participant as its object ("the director moved me from alto to …" is
+    the speaker's change)? A subject that is the old value itself ("the trip is off") is no person."""
+    from tracecli.graph.lexicon import answer_class
+
+    if c.verb is None:
+        return False
+    verb = doc[c.verb]
+    subj = _subject_of_clause(verb)
+    if subj is None or subj.i == c.old:
+        return False
+    who = resolve_person(subj, speaker, other, participants)
+    if who is not None:
+        return who != speaker  # "you quit the band": the other participant's change, not the speaker's
+    person = subj.ent_type_ == "PERSON" or (subj.pos_ == "PROPN" and subj.ent_type_ in ("", "NORP")) \
+        or (subj.pos_ == "NOUN" and answer_class(subj.lemma_ or subj.text) == "person")
+    if not person:
+        return False
+    obj = next((x for x in verb.children if x.dep_ == "dobj"), None)
+    return obj is None or resolve_person(obj, speaker, other, participants) is None
 
 
 def _phrase(doc: Any, i: int, sent: Any) -> tuple[str, str] | None:

@@ -46,6 +46,7 @@ class WordClasses(NamedTuple):
     times: frozenset[str]  # a time among the two most frequent senses
     colours: frozenset[str]  # any sense a colour
     colour_names: frozenset[str]  # a name of colour itself
+    verbs: frozenset[str]  # every verb lemma
 
 
 def _wordnet_dir() -> Path | None:
@@ -87,11 +88,13 @@ def _read_nouns(root: Path) -> tuple[dict[str, tuple[str, list[str]]], dict[str,
 
 def build_classes(root: Path) -> WordClasses:
     """(role nouns, occupation nouns, adjectives, person nouns, money nouns, time nouns, colour words, names for a
-    colour) read from a WordNet 3.0 dict folder (a few seconds); the last five type what a question asks for
+    colour, verbs) read from a WordNet 3.0 dict folder (a few seconds); the last five type what a question asks for
     (`answer_class`, `is_colour`)."""
     synsets, index = _read_nouns(root)
     with open(root / "index.adj", encoding="utf-8", errors="replace") as fh:
         adjectives = frozenset(line.split()[0].replace("_", " ") for line in fh if not line.startswith("  "))
+    with open(root / "index.verb", encoding="utf-8", errors="replace") as fh:
+        verbs = frozenset(line.split()[0].replace("_", " ") for line in fh if not line.startswith("  "))
     ancestors: dict[str, frozenset[str]] = {}
 
     def above(offset: str) -> frozenset[str]:
@@ -132,7 +135,7 @@ def build_classes(root: Path) -> WordClasses:
         if occupation is not None and any(o == occupation or occupation in above(o) for o in offsets[:_OCCUPATION_SENSES]):
             occupations.add(word)
     return WordClasses(frozenset(roles), frozenset(occupations), adjectives, frozenset(persons), frozenset(money),
-                       frozenset(times), frozenset(colours), frozenset(colour_names))
+                       frozenset(times), frozenset(colours), frozenset(colour_names), verbs)
 
 
 @lru_cache(maxsize=1)
@@ -140,7 +143,7 @@ def _classes() -> WordClasses:
     root = _wordnet_dir()
     if root is None:
         return WordClasses(*[frozenset()] * len(WordClasses._fields))
-    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 4)
+    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 5)
     path = cache_file("wordnet-roles", key)
     text = read_cached(path)
     if text is not None and text.count("\n\n") == len(WordClasses._fields) - 1:
@@ -188,3 +191,14 @@ def answer_class(noun: str) -> str | None:
 def is_colour(word: str) -> bool:
     """Does any WordNet sense of the word (a lemma) name a colour ('navy', 'copper', 'sage green')?"""
     return word.strip().lower() in _classes().colours
+
+
+def is_verb(word: str) -> bool:
+    """Can the word (a lemma, any case) be a verb at all? WordNet's verb index; False when WordNet is missing, so
+    a caller that repairs a parse on a non-verb does nothing then."""
+    return word.strip().lower() in _classes().verbs
+
+
+def knows_words() -> bool:
+    """Is WordNet available (the word classes non-empty)?"""
+    return bool(_classes().verbs)

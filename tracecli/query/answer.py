@@ -259,6 +259,25 @@ def _rest_of_message(graph: Graph, ev: EventNode) -> list[str]:
     return [same[i] for i in sorted(same)]
 
 
+#: entity labels that name a value a what/which question can ask for (not an ordinal, a quantity word or a language)
+_VALUE_ENTS = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "DATE", "TIME",
+                         "MONEY", "PERCENT", "QUANTITY", "CARDINAL"})
+
+
+def _holds_value(text: str) -> bool:
+    """Does the sentence name anything specific: a number, a proper noun, an entity, a code ("4B", "X-17")?"""
+    return any(t.like_num or t.pos_ in ("PROPN", "NUM") or t.ent_type_ in _VALUE_ENTS
+               or (any(c.isdigit() for c in t.text) and any(c.isalpha() for c in t.text)) for t in _parsed(text))
+
+
+def _value_said_next(graph: Graph, ev: EventNode) -> EventNode | None:
+    """The next sentence of `ev`'s message that names something specific, when `ev` names nothing: "also the gym
+    lockers need a code and I never remember mine. 5802." — asked "What is the code …?", the value follows."""
+    later = sorted((o for o in _same_message(graph, ev) if o.sentence_idx > ev.sentence_idx and o.speaker == ev.speaker),
+                   key=lambda o: o.sentence_idx)
+    return next((o for o in later if _holds_value(o.quote)), None)
+
+
 def _cause_of(graph: Graph, ev: EventNode) -> EventNode | None:
     causes = [graph.events[e.src] for e in graph.into.get(ev.id, []) if e.label in ("causes", "enables", "prevents")]
     return max(causes, key=_order) if causes else None
@@ -310,12 +329,13 @@ def _replacement(graph: Graph, retraction: EventNode, as_of: str | None) -> Even
 
 
 def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mapping[str, float],
-                as_of: str | None, readers: Readers | None) -> Answer | None:
+                as_of: str | None, readers: Readers | None, novelty_bonus: float = 0.0) -> Answer | None:
     from tracecli.query.frame_answer import frame_answer
 
     people = named_people(graph, shape)
     found = frame_answer(graph, shape, question, relevance, as_of, people,
-                         readers.sentence_sim if readers else None, readers.value_fit if readers else None)
+                         readers.sentence_sim if readers else None, readers.value_fit if readers else None,
+                         novelty_bonus)
     if found is not None and found.support == "none":
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is None or found.score < FRAME_ANSWER_FLOOR:
@@ -403,10 +423,40 @@ def _said_again_later(ev: EventNode, ranked: Sequence[tuple[EventNode, float]], 
     if not ranked:
         return None
     top = ranked[0][1]
+    same = _names_value(ev) if settings.restate_new_value else None
     mine = [e for e, sc in ranked[:8] if e.subject == ev.subject and not e.negated and e.validity_at(as_of) > 0
-            and sc >= top - settings.restate_margin]
+            and sc >= top - settings.restate_margin and not (same is not None and _refers_to(e, ev, same))]
     near = _on_topic_later(ev, mine, readers.between, settings.restate_topic)
     return max(near, key=_order) if near else None
+
+
+def _novel(ev: EventNode) -> bool:
+    """Does the sentence present something as new ("now", "new", "instead", …; `frames.NOVELTY_WORDS`)?"""
+    from tracecli.graph.frames import NOVELTY_WORDS
+
+    return any(w in NOVELTY_WORDS for w in _words(ev.quote))
+
+
+def _refers_to(later: EventNode, ev: EventNode, names: re.Pattern[str]) -> bool:
+    """Does a later sentence only refer to `ev`'s value (`names` finds it there) rather than replace it: it neither
+    presents anything as new (`_novel`) nor states another value of the same kind ("the crew wound down, so I've
+    started at the chess club")?"""
+    if not names.search(later.quote) or _novel(later):
+        return False
+    from tracecli.graph.frames import PROPER_TYPES
+
+    mine, theirs = (ev.frame or {}).get("type"), (later.frame or {}).get("type")
+    same_kind = mine == theirs or (mine in PROPER_TYPES and theirs in PROPER_TYPES)
+    return not (later.value and not later.negated and same_kind and not (_words(later.value) & _words(ev.value)))
+
+
+def _names_value(ev: EventNode) -> re.Pattern[str] | None:
+    """Matches a sentence that names `ev`'s value by its last word ("Rovers" for "Bristol Rovers"): a later
+    sentence that does refers to the value and does not replace it, unless it presents something as new ("the
+    Rovers season ticket is now the Bath one", `_novel`)."""
+    words = re.findall(r"[\w'’+-]+", ev.value or "")
+    head = words[-1] if words else ""
+    return re.compile(rf"(?i)(?<![\w'’]){re.escape(head)}(?![\w'’])") if len(head) > 1 else None
 
 
 def _typed_first(valid: list[tuple[EventNode, float]], labels: tuple[str, ...] | None, people: Sequence[str],
@@ -471,7 +521,7 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         # the asked-for fact of the named person exists, but only from after that date
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is None and question and "frames" not in settings.ablate:
-        framed = _from_frame(graph, shape, question, relevance, as_of, readers)
+        framed = _from_frame(graph, shape, question, relevance, as_of, readers, settings.novelty_bonus)
         if framed is not None and settings.frame_restate and not framed.abstained and readers is not None \
                 and shape.wants_current and shape.says_now and "before" not in question.lower():
             again = _said_again_later(graph.events[framed.event_ids[0]], ranked_events, as_of, settings, readers)
@@ -530,6 +580,12 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
             best = _latest_restatement(valid, topic, settings.restate_margin, settings.restate_topic, keep)
     if best is not None and _asks(best):
         best = _reply(graph, best) or best
+    focus = _focus_noun(question) if settings.value_follows and shape.wh in ("what", "which") else None
+    if best is not None and focus and not _holds_value(best.quote):
+        from tracecli.graph.lexicon import answer_class
+
+        if answer_class(focus) != "time":  # a date said next to it is as often another date (nor are dates reduced)
+            best = _value_said_next(graph, best) or best
     if best is None:
         if as_of is not None:
             # nothing relevant had been said by that date

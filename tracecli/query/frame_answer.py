@@ -186,12 +186,13 @@ def _asked_phrase(question: str, people: Sequence[str]) -> str | None:
 
 def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapping[str, float],
                  as_of: str | None, people: Sequence[str], sentence_sim: SentenceSim | None = None,
-                 value_fit: ValueFit | None = None) -> FrameAnswer | None:
+                 value_fit: ValueFit | None = None, novelty_bonus: float = 0.0) -> FrameAnswer | None:
     """The frame event that answers the question, followed to the right end of its revision chain.
 
     Candidates are the named people's frames said by `as_of`; each is scored by the share of its key the
     question names, the asked noun in its sentence, its sentence's and message's similarity to the
-    question, and how well its value fits the asked noun phrase. Among rival versions of the winner (the
+    question, and how well its value fits the asked noun phrase (plus `novelty_bonus` for a frame said as new —
+    "now", "instead", "new" — when the state now is asked). Among rival versions of the winner (the
     same person, a compatible value, nearly as good a match) the latest said wins: a fact restated with a
     new value is a revision even where no edge was drawn. Then `updates` edges are followed.
     """
@@ -269,6 +270,9 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             # sentence fallback's job, which reads the whole sentence); and a question that names the kind it
             # wants ("What phone …?") is not answered by a value of another kind that shares its verb ("use")
         c.score = 0.3 * c.key_hit + 0.15 * c.noun_hit + 0.2 * c.sim + 0.35 * c.rel + 0.2 * c.fit
+        if novelty_bonus and c.frame.get("novelty") and shape.wants_current and as_of is None \
+                and not _PAST_CUES.search(question):
+            c.score += novelty_bonus
         scored.append(c)
     if not scored:
         return _refusal(other_kind)

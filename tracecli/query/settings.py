@@ -78,6 +78,13 @@ class AskSettings:
     # the same rule after a frame answer to a question about the state now ("… now?"): on A–H 406 / 78 → 411 / 76
     # (for every current-state question it cost never-revised answers: 407 / 76)
     frame_restate: bool = True
+    # a later sentence that names the frame's value again refers to it: it is not a restatement with a new value
+    restate_new_value: bool = True
+    # a sentence answer to a what/which question that names nothing specific continues into the next sentence of its
+    # message that does ("… I never remember mine. 5802.")
+    value_follows: bool = True
+    # added to a frame's score when it is said as new ("now", "instead", "new") and the state now is asked
+    novelty_bonus: float = 0.08
     # a restatement of a sentence that holds a value of the asked type (a place for "where" …) must hold one too
     restate_typed: bool = True
     # the same-topic restatement rule at an as-of date too (later sentences said by then): on A–H's as-of
