@@ -175,3 +175,37 @@ def test_no_preload_on_the_torch_path(tmp_path: Path, monkeypatch: pytest.Monkey
         assert started == []
         memory._preload_graph(10)
         assert started == [1]
+
+
+def test_update_ends_after_the_preload_even_when_a_stage_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load started for the run has finished when `run_update` returns or raises (no thread left importing at
+    exit), also when build-graph, which would have waited for it, never runs."""
+    from tracecli.api import Memory
+    from tracecli.ingest import parse_inputs
+
+    release = threading.Event()
+    finished: list[int] = []
+
+    def slow_load() -> Any:
+        release.wait(10)
+        finished.append(1)
+        return object()
+
+    monkeypatch.setattr(nlp, "_NLP", None)
+    monkeypatch.setattr(nlp, "_PRELOAD", None)
+    monkeypatch.setattr(nlp.os, "register_at_fork", lambda **kw: None)
+    monkeypatch.setattr(nlp, "_load_nlp", slow_load)
+
+    def failing_build(*args: Any, **kwargs: Any) -> Any:
+        threading.Timer(0.3, release.set).start()
+        raise RuntimeError("build-graph broke")
+
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps({"conversation_id": "c1", "messages": [
+        {"speaker": "Ana", "text": "I moved to Porto last spring.", "timestamp": "2024-03-01T10:00:00Z"}]}))
+    with Memory(tmp_path / "t.db") as memory:
+        monkeypatch.setattr(memory, "build_graph", failing_build)
+        parsed = parse_inputs([chat], "auto", conversation_id=None, namespace=memory._ns(None), gap_hours=memory.gap_hours)
+        with pytest.raises(RuntimeError, match="build-graph broke"):
+            memory.run_update(parsed)
+        assert finished == [1] and not nlp._PRELOAD.is_alive()

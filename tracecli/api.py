@@ -203,19 +203,26 @@ class Memory:
         clock = time.perf_counter
         started = clock()
         result = UpdateResult()
-        if parsed:
-            result.ingest = self.ingest_parsed(parsed, progress=lambda path: stage(f"ingest {path.name}: embedding"),
-                                               on_new=self._preload_graph)
-        ingested = clock()
-        names = sorted({c.namespace for _, convs in parsed for c in convs}) or [self._ns(namespace)]
-        for ns in names:
-            result.build_graph += self.build_graph(conversation=conversation, extractor=extractor, namespace=ns,
-                                                   progress=stage("build-graph: sessions"))
-        built = clock()
-        for ns in names:
-            result.compile_wiki += self.compile_wiki(conversation=conversation, namespace=ns,
-                                                     progress=stage("compile-wiki: sessions"))
-        compiled = clock()
+        try:
+            if parsed:
+                result.ingest = self.ingest_parsed(parsed, progress=lambda path: stage(f"ingest {path.name}: embedding"),
+                                                   on_new=self._preload_graph)
+            ingested = clock()
+            names = sorted({c.namespace for _, convs in parsed for c in convs}) or [self._ns(namespace)]
+            for ns in names:
+                result.build_graph += self.build_graph(conversation=conversation, extractor=extractor, namespace=ns,
+                                                       progress=stage("build-graph: sessions"))
+            built = clock()
+            for ns in names:
+                result.compile_wiki += self.compile_wiki(conversation=conversation, namespace=ns,
+                                                         progress=stage("compile-wiki: sessions"))
+            compiled = clock()
+        finally:
+            from tracecli.graph.nlp import wait_for_preload
+
+            # a load `_preload_graph` started ends with the run (build-graph waits for it anyway, unless it had
+            # nothing to build, or a stage failed): no thread is left importing spaCy while the process exits
+            wait_for_preload()
         result.seconds = {"ingest": round(ingested - started, 3), "build_graph": round(built - ingested, 3),
                           "compile_wiki": round(compiled - built, 3), "total": round(compiled - started, 3)}
         return result
