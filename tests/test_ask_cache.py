@@ -121,3 +121,19 @@ def test_vectors_serve_the_process_when_they_cannot_be_stored(store: Store, embe
     events = [ev for ev in Asker(store, embedder=embedder)._scope([UPDATE_HEAVY_ID]).graph.events.values()][:3]
     assert vectors.matrix(events).shape == (3, embedder.dimension) and len(vectors) == 3
     assert "Biscuit" in Asker(store, embedder=embedder).ask(CAT, conversation_id=UPDATE_HEAVY_ID, store_answer=False).answer
+
+
+def test_ask_runs_blas_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole of `Asker.ask` (spaCy's parses of the question and candidates included) runs with BLAS on one
+    thread, as build-graph's parses do; the limit is lifted afterwards."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads() -> list[int]:
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    outside = blas_threads()
+    if not outside or max(outside) == 1:
+        pytest.skip("BLAS runs on one thread here anyway")
+    monkeypatch.setattr(Asker, "_ask", lambda self, question, **kw: blas_threads())
+    assert set(Asker.ask(object.__new__(Asker), "Where does Alice live?")) == {1}
+    assert blas_threads() == outside

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from typing import Any
 
 import pytest
 
@@ -346,3 +347,27 @@ def test_attribute_ruler_verdict_is_cached(tmp_path, monkeypatch: pytest.MonkeyP
     del nlp.get_pipe("attribute_ruler").match
     verdict.write_text("differs")
     assert not install_fast_attribute_ruler(nlp) and "match" not in vars(nlp.get_pipe("attribute_ruler"))
+
+
+def test_msgpack_decoders_are_read_once_per_model_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a model loads, srsly's decoder registry is scanned once (not once per msgpack file); the same
+    functions are returned each time, and afterwards every lookup reaches the registry again."""
+    import catalogue
+    from srsly.msgpack import msgpack_decoders
+
+    from tracecli.graph import nlp
+
+    scans: list[int] = []
+    real = catalogue.Registry.get_all
+
+    def counting(self: Any) -> Any:
+        scans.append(1)
+        return real(self)
+
+    monkeypatch.setattr(catalogue.Registry, "get_all", counting)
+    expected = real(msgpack_decoders)
+    with nlp._decoders_read_once():
+        got = [msgpack_decoders.get_all() for _ in range(5)]
+    assert len(scans) == 1 and all(g == expected for g in got) and "numpy" in expected
+    assert "get_all" not in vars(msgpack_decoders)
+    assert msgpack_decoders.get_all() == expected and len(scans) == 2

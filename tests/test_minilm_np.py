@@ -214,3 +214,23 @@ def test_long_texts_are_shared_from_two_chunks_short_ones_from_eight() -> None:
     assert not minilm_np._worth_sharing(*parts_of([256] * 16))  # one chunk: nothing to share
     assert not minilm_np._worth_sharing(*parts_of([24] * 40))  # three chunks of short messages
     assert minilm_np._worth_sharing(*parts_of([24] * 130))  # nine chunks of them, as before
+
+
+def test_mapped_weights_equal_safetensors_own_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The weights are read through a memory map of model.safetensors: the same names, dtypes, shapes and
+    values as `safetensors.numpy.load_file`, and a model built from either embeds to the same bits."""
+    from safetensors.numpy import load_file
+
+    path = minilm_np.model_dir() / "model.safetensors"
+    ours, theirs = minilm_np._map_safetensors(path), load_file(str(path))
+    assert ours.keys() == theirs.keys() and len(ours) > 90
+    for name, value in theirs.items():
+        assert ours[name].dtype == value.dtype and ours[name].shape == value.shape, name
+        assert np.array_equal(ours[name], value), name
+    monkeypatch.setenv(minilm_np.PROCESSES_ENV, "1")  # no helper process for these throwaway models
+    mapped = minilm_np.MiniLMNumpy()
+    monkeypatch.setattr(minilm_np, "_map_safetensors", lambda p: load_file(str(p)))
+    read = minilm_np.MiniLMNumpy()
+    texts = TEXTS[:12]
+    assert np.array_equal(mapped.encode(texts), read.encode(texts))
+    assert np.array_equal(mapped.encode_each([[t] for t in texts])[3], read.encode([texts[3]]))

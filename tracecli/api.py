@@ -153,11 +153,13 @@ class Memory:
         return {"files": to_jsonable(self.ingest_parsed(parsed))}
 
     def ingest_parsed(self, parsed: Parsed, *, progress: Callable[[Path], ProgressFn | None] | None = None,
-                      ) -> list[IngestResult]:
+                      on_new: Callable[[int], None] | None = None) -> list[IngestResult]:
         """Store parsed files (`tracecli.ingest.parse_inputs`), each in one transaction; the typed `ingest`.
 
         Conversations that clash with stored ones are refused before any file is written.
-        `progress(path)` gives the embedding progress callback of that file.
+        `progress(path)` gives the embedding progress callback of that file; `on_new(n)` hears each file's
+        count of new messages before they are embedded (with several files,
+        the run's count, which decides the embedding path: see `tracecli.ingest.pipeline.ingest_parsed`).
         """
         from tracecli.ingest import ingest_parsed
         from tracecli.ingest.pipeline import check_parsed, count_new
@@ -166,7 +168,7 @@ class Memory:
         check_parsed(self.store, parsed)
         total = count_new(self.store, parsed) if len(parsed) > 1 else None  # one embedding path for all the files
         return [ingest_parsed(self.store, path, convs, self.embedder, progress=progress(path) if progress else None,
-                              embed_total=total) for path, convs in parsed]
+                              embed_total=total, on_new=on_new) for path, convs in parsed]
 
     def add(self, messages: Messages, *, conversation: str, namespace: str | None = None) -> JSON:
         """Append live turns ({speaker, text, timestamp?, id?}) to a conversation; the JSON of `ingest --json`.
@@ -201,21 +203,40 @@ class Memory:
         clock = time.perf_counter
         started = clock()
         result = UpdateResult()
-        if parsed:
-            result.ingest = self.ingest_parsed(parsed, progress=lambda path: stage(f"ingest {path.name}: embedding"))
-        ingested = clock()
-        names = sorted({c.namespace for _, convs in parsed for c in convs}) or [self._ns(namespace)]
-        for ns in names:
-            result.build_graph += self.build_graph(conversation=conversation, extractor=extractor, namespace=ns,
-                                                   progress=stage("build-graph: sessions"))
-        built = clock()
-        for ns in names:
-            result.compile_wiki += self.compile_wiki(conversation=conversation, namespace=ns,
-                                                     progress=stage("compile-wiki: sessions"))
-        compiled = clock()
+        try:
+            if parsed:
+                result.ingest = self.ingest_parsed(parsed, progress=lambda path: stage(f"ingest {path.name}: embedding"),
+                                                   on_new=self._preload_graph)
+            ingested = clock()
+            names = sorted({c.namespace for _, convs in parsed for c in convs}) or [self._ns(namespace)]
+            for ns in names:
+                result.build_graph += self.build_graph(conversation=conversation, extractor=extractor, namespace=ns,
+                                                       progress=stage("build-graph: sessions"))
+            built = clock()
+            for ns in names:
+                result.compile_wiki += self.compile_wiki(conversation=conversation, namespace=ns,
+                                                         progress=stage("compile-wiki: sessions"))
+            compiled = clock()
+        finally:
+            from tracecli.graph.nlp import wait_for_preload
+
+            # a load `_preload_graph` started ends with the run (build-graph waits for it anyway, unless it had
+            # nothing to build, or a stage failed): no thread is left importing spaCy while the process exits
+            wait_for_preload()
         result.seconds = {"ingest": round(ingested - started, 3), "build_graph": round(built - ingested, 3),
                           "compile_wiki": round(compiled - built, 3), "total": round(compiled - started, 3)}
         return result
+
+    def _preload_graph(self, new_messages: int) -> None:
+        """Once a file turns out to hold new messages, load spaCy and the extractor on a second thread while
+        ingest embeds them (`graph.nlp.preload`): build-graph needs both next. Not when the embedding takes
+        the torch path (`minilm-torch` on a big ingest): spaCy's import hides torch while it runs."""
+        from tracecli.providers.embeddings import imports_torch
+
+        if new_messages and not imports_torch(self.embedder, new_messages):
+            from tracecli.graph.nlp import preload
+
+            preload()
 
     def pending(self, *, conversation: str | None = None, namespace: str | None = None) -> Pending:
         """How many messages of the namespace (or `conversation`) the graph or the wiki has not seen yet."""

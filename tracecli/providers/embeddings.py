@@ -189,6 +189,12 @@ def embedding_path(embedder: Embedder, total: int) -> Callable[[Sequence[str]], 
     return pick(total) if pick is not None else embedder.embed_batch
 
 
+def imports_torch(embedder: Embedder, total: int) -> bool:
+    """Whether embedding `total` texts (one ingest) takes the torch path (`minilm-torch` above its bound)."""
+    bound = getattr(embedder, "numpy_bulk_max", None)
+    return bound is not None and total > bound
+
+
 def embed_each(embedder: Embedder, batches: Sequence[Sequence[str]]) -> list[np.ndarray]:
     """One `embed_batch` result per batch; together where the embedder can (MiniLM's `embed_each`)."""
     each = getattr(embedder, "embed_each", None)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pysqlite3.dbapi2 as sqlite3
 
+from tracecli.blas import one_blas_thread
 from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
 from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, event_answer, newest_successor
@@ -268,7 +269,8 @@ class Asker:
             from tracecli.graph.gazetteer import is_place
             from tracecli.graph.nlp import get_nlp
 
-            get_nlp()("Alice met Bob in Paris.")  # who/where answers read entities
+            with one_blas_thread():
+                get_nlp()("Alice met Bob in Paris.")  # who/where answers read entities
             is_place("Paris")
             # question dates the quick patterns do not cover go to dateparser, whose first call takes ~0.4 s
             dateparser.parse("1 February, 2023", languages=["en"], settings={"RETURN_AS_TIMEZONE_AWARE": False})
@@ -289,7 +291,18 @@ class Asker:
 
         Retrieval, traversal and the LLM answer read only the namespace's
         conversations (`tracecli.scope.resolve_scope`).
+
+        BLAS runs on one thread meanwhile, as build-graph's parses and the MCP server do: spaCy's parses of
+        the question and of candidate sentences multiply small matrices, on which OpenBLAS's second thread
+        only busy-waits (one parse took ~160 ms on two threads and ~15 ms on one on the loaded 2-core
+        machine), and one thread gives the same numbers on any machine, whatever its core count.
         """
+        with one_blas_thread():
+            return self._ask(question, conversation_id=conversation_id, as_of=as_of, budget=budget,
+                             store_answer=store_answer, namespace=namespace)
+
+    def _ask(self, question: str, *, conversation_id: str | None, as_of: str | dt.datetime | None,
+             budget: int | None, store_answer: bool, namespace: str | None) -> AskResult:
         if not question or not question.strip():
             raise BadInput("the question is empty")
         if has_surrogate(question):
