@@ -78,12 +78,15 @@ class AskSettings:
     # the same rule after a frame answer to a question about the state now ("… now?"): on A–H 406 / 78 → 411 / 76
     # (for every current-state question it cost never-revised answers: 407 / 76)
     frame_restate: bool = True
-    # a later sentence that names the frame's value again refers to it: it is not a restatement with a new value
+    # a later sentence that names the frame's value again, presents nothing as new and states no other value of its
+    # kind refers to it: it is not a restatement with a new value (A–H, J, K: +2 / −0; the same check in the sentence
+    # fallback's restatement rule was +1 / −3 and is not used)
     restate_new_value: bool = True
     # a sentence answer to a what/which question that names nothing specific continues into the next sentence of its
-    # message that does ("… I never remember mine. 5802.")
+    # message that does ("… I never remember mine. 5802."); not for a date asked for (A–H, J, K: +7 / −0)
     value_follows: bool = True
-    # added to a frame's score when it is said as new ("now", "instead", "new") and the state now is asked
+    # added to a frame's score when it is said as new ("now", "instead", "new") and the state now is asked (A–H, J,
+    # K: +4 / −0 at 0.08, the one value tried)
     novelty_bonus: float = 0.08
     # a restatement of a sentence that holds a value of the asked type (a place for "where" …) must hold one too
     restate_typed: bool = True
