@@ -159,6 +159,18 @@ def _readers(topic: float) -> Readers:
                    between=lambda ev, others: [topic] * len(others))
 
 
+def _asked_after(first: EventNode, later: EventNode, question: str, later_score: float = 0.65):
+    """answer(settings, topic): the answer to `question` when `first` ranks 0.7 and `later` `later_score`, with
+    every pair of sentences `topic` close."""
+    shape = shape_of(question, ["Noor"], None)
+    args = (_graph(first, later), shape, [(first, 0.7), (later, later_score)], {first.id: 0.8, later.id: 0.7}, 0.9, None)
+
+    def answer(settings: AskSettings | None = None, topic: float = 0.7):
+        return answer_offline(*args, settings or AskSettings(), question, _readers(topic=topic))
+
+    return answer
+
+
 def test_a_later_sentence_on_the_same_topic_is_the_current_version():
     # no edge links the two statements; the later one matches the question less well but says the same kind of thing
     old = _ev("a", 1, "I take the 47 bus to work every day")
@@ -222,13 +234,10 @@ def test_a_frame_answer_gives_way_to_the_fact_said_again_later():
     frame = {"key": "read", "type": "name", "head": "piranesi"}
     old = _ev("o", 2, "I'm reading Piranesi for book club", value="Piranesi", frame=frame)
     new = _ev("n", 7, "book club moved on to Demon Copperhead, 500 pages, send help")
-    question = "Which book is Noor reading for book club now?"
-    shape = shape_of(question, ["Noor"], None)
-    args = (_graph(old, new), shape, [(old, 0.7), (new, 0.6)], {"o": 0.8, "n": 0.7}, 0.9, None)
-    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.7)).source_refs == ["m7"]
-    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.1)).text == "Piranesi"  # another topic
-    off = answer_offline(*args, AskSettings(frame_restate=False), question, _readers(topic=0.7))
-    assert off.text == "Piranesi"
+    answer = _asked_after(old, new, "Which book is Noor reading for book club now?", later_score=0.6)
+    assert answer().source_refs == ["m7"]
+    assert answer(topic=0.1).text == "Piranesi"  # another topic
+    assert answer(AskSettings(frame_restate=False)).text == "Piranesi"
 
 
 def test_a_retraction_is_answered_by_the_value_said_instead_in_the_same_message():
@@ -249,22 +258,18 @@ def test_a_retraction_is_answered_by_the_value_said_instead_in_the_same_message(
     assert answer_offline(graph, shape, ranked, {}, 0.9, None, AskSettings(), question).text == "Noor no longer: Halden Ltd"
 
 
-
 def test_a_later_sentence_naming_the_frame_value_again_does_not_replace_it():
     frame = {"key": "play for", "type": "org", "head": "rovers"}
     joined = _ev("j", 3, "I'm playing for Bristol Rovers now", value="Bristol Rovers", frame=frame)
     mention = _ev("m", 8, "the physio at Rovers sorted my ankle out")
     question = "Who does Noor play for now?"
-    shape = shape_of(question, ["Noor"], None)
-    args = (_graph(joined, mention), shape, [(joined, 0.7), (mention, 0.65)], {"j": 0.8, "m": 0.7}, 0.9, None)
-    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.7)).text == "Bristol Rovers"
+    answer = _asked_after(joined, mention, question)
+    assert answer().text == "Bristol Rovers"
     # without the check the later mention was taken for a restatement with a new value
-    off = answer_offline(*args, AskSettings(restate_new_value=False), question, _readers(topic=0.7))
-    assert off.source_refs == ["m8"]
+    assert answer(AskSettings(restate_new_value=False)).source_refs == ["m8"]
     # a later sentence that names the value but presents something as new still counts as the newer version
     moved = _ev("n", 9, "the Rovers season is over, I'm at Bath City now")
-    args = (_graph(joined, moved), shape, [(joined, 0.7), (moved, 0.65)], {"j": 0.8, "n": 0.7}, 0.9, None)
-    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.7)).source_refs == ["m9"]
+    assert _asked_after(joined, moved, question)().source_refs == ["m9"]
 
 
 def test_a_sentence_naming_nothing_continues_into_the_value_said_next_in_its_message():
@@ -291,13 +296,11 @@ def test_a_sentence_naming_the_value_and_stating_another_of_its_kind_is_a_new_ve
                  frame={"key": "volunteer with", "type": "org", "head": "crew"})
     moved = _ev("t", 8, "the Litter Crew wound down for winter so I've started at the Repair Cafe",
                 value="Repair Cafe", frame={"key": "start at", "type": "org", "head": "cafe"})
-    question = "Who does Noor volunteer with on Sundays now?"
-    shape = shape_of(question, ["Noor"], None)
-    args = (_graph(joined, moved), shape, [(joined, 0.7), (moved, 0.65)], {"j": 0.8, "t": 0.7}, 0.9, None)
-    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.7)).source_refs == ["m8"]
+    answer = _asked_after(joined, moved, "Who does Noor volunteer with on Sundays now?")
+    assert answer().source_refs == ["m8"]
     # the same sentence stating nothing else of that kind only refers to the Litter Crew
     moved.value, moved.frame = None, None
-    assert answer_offline(*args, AskSettings(), question, _readers(topic=0.7)).text == "Litter Crew"
+    assert answer().text == "Litter Crew"
 
 
 def test_a_frame_said_as_new_is_preferred_when_the_state_now_is_asked():
