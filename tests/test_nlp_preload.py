@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from ask_fixtures import ask_db, ask_store  # noqa: F401 (fixtures)
+
 from tracecli.errors import ProviderError
 from tracecli.graph import nlp
 
@@ -209,3 +211,21 @@ def test_update_ends_after_the_preload_even_when_a_stage_fails(tmp_path: Path, m
         with pytest.raises(RuntimeError, match="build-graph broke"):
             memory.run_update(parsed)
         assert finished == [1] and not nlp._PRELOAD.is_alive()
+
+
+def test_ask_preloads_spacy_offline_and_waits_for_it(ask_store: Any, embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first offline `ask` starts spaCy's load on a second thread (without the extractor's patterns) and
+    returns only once that load has ended; switched off by `AskSettings.preload_nlp`."""
+    from tracecli.query.ask import Asker
+    from tracecli.query.settings import AskSettings
+
+    events: list[Any] = []
+    monkeypatch.setattr(nlp, "preload", lambda patterns=True: events.append(("preload", patterns)))
+    monkeypatch.setattr(nlp, "wait_for_preload", lambda: events.append("wait"))
+    result = Asker(ask_store, embedder=embedder).ask("Where is Alice going now?", store_answer=False)
+    assert not result.abstained
+    assert events == [("preload", False), "wait"]
+    events.clear()
+    Asker(ask_store, embedder=embedder, settings=AskSettings(preload_nlp=False)).ask("Where is Alice going now?",
+                                                                                    store_answer=False)
+    assert events == ["wait"]

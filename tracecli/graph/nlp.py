@@ -48,7 +48,7 @@ def get_nlp() -> Any:
     return _NLP
 
 
-def preload() -> None:
+def preload(patterns: bool = True) -> None:
     """Start loading the pipeline (spaCy's import, the model) and the extractor's patterns on a background thread.
 
     `tracecli update` calls it before ingest embeds, so that the load's pure-Python work runs while the
@@ -56,7 +56,8 @@ def preload() -> None:
     result: the first `get_nlp` waits for the load and gets its pipeline, the same pipeline a load on the
     calling thread gives (tested); an error is not raised on the thread but by that `get_nlp`, which
     loads again. A fork (the embedder's helper process) waits for the load first, so the child never
-    starts with a half-imported module. A no-op when the pipeline is loaded or loading.
+    starts with a half-imported module. A no-op when the pipeline is loaded or loading. `patterns`: also
+    import the extractor (build-graph needs it; `ask` does not).
     """
     global _PRELOAD
     if _NLP is not None or _PRELOAD is not None:
@@ -65,7 +66,8 @@ def preload() -> None:
     def run() -> None:
         try:
             get_nlp()
-            import tracecli.graph.build  # noqa: F401 - the extractor's ~400 regular expressions, compiled on import
+            if patterns:
+                import tracecli.graph.build  # noqa: F401 - the extractor's ~400 regular expressions, compiled on import
         except Exception:  # noqa: BLE001 - the caller's own get_nlp() (or import) raises it
             pass
 

@@ -297,9 +297,20 @@ class Asker:
         only busy-waits (one parse took ~160 ms on two threads and ~15 ms on one on the loaded 2-core
         machine), and one thread gives the same numbers on any machine, whatever its core count.
         """
-        with one_blas_thread():
-            return self._ask(question, conversation_id=conversation_id, as_of=as_of, budget=budget,
-                             store_answer=store_answer, namespace=namespace)
+        from tracecli.graph.nlp import preload, wait_for_preload
+        from tracecli.providers.embeddings import imports_torch
+
+        if self.llm is None and "frames" not in self.settings.ablate and self.settings.preload_nlp \
+                and not imports_torch(self.embedder, 2):  # spaCy's import hides torch while it runs
+            # the offline answer step parses the question and candidate sentences: spaCy loads on a second thread
+            # while the question is embedded and the evidence retrieved (`graph.nlp.preload`); a no-op once loaded
+            preload(patterns=False)
+        try:
+            with one_blas_thread():
+                return self._ask(question, conversation_id=conversation_id, as_of=as_of, budget=budget,
+                                 store_answer=store_answer, namespace=namespace)
+        finally:
+            wait_for_preload()  # no thread is left importing spaCy when a one-question process exits
 
     def _ask(self, question: str, *, conversation_id: str | None, as_of: str | dt.datetime | None,
              budget: int | None, store_answer: bool, namespace: str | None) -> AskResult:

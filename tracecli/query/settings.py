@@ -88,6 +88,8 @@ class AskSettings:
     # added to a frame's score when it is said as new ("now", "instead", "new") and the state now is asked (A–H, J,
     # K: +4 / −0 at 0.08, the one value tried)
     novelty_bonus: float = 0.08
+    # load spaCy on a second thread while the first question is embedded and its evidence retrieved (offline mode)
+    preload_nlp: bool = True
     # a restatement of a sentence that holds a value of the asked type (a place for "where" …) must hold one too
     restate_typed: bool = True
     # the same-topic restatement rule at an as-of date too (later sentences said by then): on A–H's as-of
