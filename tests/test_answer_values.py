@@ -320,3 +320,15 @@ def test_a_frame_said_as_new_is_preferred_when_the_state_now_is_asked():
     assert asked("What does Noor play now?", 0.08) == "Padelia"
     assert asked("What does Noor play now?", 0.0) == "squash"
     assert asked("What did Noor play before?", 0.08) == "squash"  # not for a question about the past
+
+
+def test_a_later_sentence_said_as_new_is_a_restatement_within_a_wider_margin():
+    old = _ev("o", 2, "my choir meets in the church hall")
+    new = _ev("n", 7, "the choir meets in the library now, the hall flooded")
+    plain = _ev("p", 7, "the choir meets in the library, the hall flooded")
+    question = "Where does Noor's choir meet now?"
+    # 0.25 below the best: beyond the same-topic margin (0.2), within the margin for a sentence said as new (0.3)
+    assert _asked_after(old, new, question, later_score=0.45)().source_refs == ["m7"]
+    assert _asked_after(old, plain, question, later_score=0.45)().source_refs == ["m2"]
+    off = _asked_after(old, new, question, later_score=0.45)(AskSettings(restate_novel_margin=0.0))
+    assert off.source_refs == ["m2"]

@@ -388,10 +388,11 @@ def _fuller_statement(graph: Graph, ev: EventNode, as_of: str | None) -> EventNo
 
 def _latest_restatement(valid: Sequence[tuple[EventNode, float]], topic: Callable[[EventNode, Sequence[EventNode]], Sequence[float]] | None = None,
                         margin: float = 0.0, closeness: float = 1.0,
-                        keep: Callable[[EventNode], bool] | None = None) -> EventNode:
+                        keep: Callable[[EventNode], bool] | None = None, novel_margin: float = 0.0) -> EventNode:
     """The latest of the best sentence's restatements: the same person's sentences that match the question nearly
     as well (within `RESTATEMENT_MARGIN`), or within `margin` when their sentence is `closeness` near the best
-    one's (`topic`: the same subject matter in other words). Asked for the state now or at a date, a fact said
+    one's (`topic`: the same subject matter in other words), or within the wider `novel_margin` when they also
+    present something as new ("now", "instead", "new": `_novel`). Asked for the state now or at a date, a fact said
     again later in other words is its newer version even where no `updates` edge was drawn (an implicit revision
     read at query time). `keep`: what a restatement must also be (one that holds a value of the asked type)."""
     best, top = valid[0]
@@ -400,6 +401,8 @@ def _latest_restatement(valid: Sequence[tuple[EventNode, float]], topic: Callabl
     rivals = [ev for ev, sc in mine if sc >= top - RESTATEMENT_MARGIN]
     if topic is not None:
         rivals += _on_topic_later(best, [ev for ev, sc in mine if top - margin <= sc < top - RESTATEMENT_MARGIN],
+                                  topic, closeness)
+        rivals += _on_topic_later(best, [ev for ev, sc in mine if top - novel_margin <= sc < top - margin and _novel(ev)],
                                   topic, closeness)
     return max(rivals or [best], key=lambda e: (e.seq, e.sentence_idx))
 
@@ -577,7 +580,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
 
                 def keep(ev: EventNode) -> bool:  # a restatement of a typed sentence holds a value of that type
                     return _holds(ev.quote, asked, people)
-            best = _latest_restatement(valid, topic, settings.restate_margin, settings.restate_topic, keep)
+            best = _latest_restatement(valid, topic, settings.restate_margin, settings.restate_topic, keep,
+                                       settings.restate_novel_margin)
     if best is not None and _asks(best):
         best = _reply(graph, best) or best
     focus = _focus_noun(question) if settings.value_follows and shape.wh in ("what", "which") else None
