@@ -76,7 +76,7 @@ class AskSettings:
     restate_margin: float = 0.2
     restate_topic: float = 0.4
     # a later same-topic sentence that presents something as new ("now", "instead", "new") counts within this wider
-    # margin (A–H, J, K: 434 / 71 → 436 / 68, all on A; no answer lost)
+    # margin (A–H 434 / 71 → 436 / 68, all of it on A; J and K unchanged; no answer lost)
     restate_novel_margin: float = 0.3
     # the same rule after a frame answer to a question about the state now ("… now?"): on A–H 406 / 78 → 411 / 76
     # (for every current-state question it cost never-revised answers: 407 / 76)
