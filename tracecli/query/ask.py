@@ -297,20 +297,26 @@ class Asker:
         only busy-waits (one parse took ~160 ms on two threads and ~15 ms on one on the loaded 2-core
         machine), and one thread gives the same numbers on any machine, whatever its core count.
         """
-        from tracecli.graph.nlp import preload, wait_for_preload
-        from tracecli.providers.embeddings import imports_torch
+        from tracecli.graph.nlp import wait_for_preload
 
-        if self.llm is None and "frames" not in self.settings.ablate and self.settings.preload_nlp \
-                and not imports_torch(self.embedder, 2):  # spaCy's import hides torch while it runs
-            # the offline answer step parses the question and candidate sentences: spaCy loads on a second thread
-            # while the question is embedded and the evidence retrieved (`graph.nlp.preload`); a no-op once loaded
-            preload(patterns=False)
         try:
             with one_blas_thread():
                 return self._ask(question, conversation_id=conversation_id, as_of=as_of, budget=budget,
                                  store_answer=store_answer, namespace=namespace)
         finally:
             wait_for_preload()  # no thread is left importing spaCy when a one-question process exits
+
+    def _preload_nlp(self) -> None:
+        """The offline answer step parses the question and candidate sentences: spaCy loads on a second thread while
+        the question is embedded and the evidence retrieved (`graph.nlp.preload`; `ask` waits for it before it
+        returns). A no-op once loaded, with an LLM, with frames ablated, or on the torch path (spaCy's import hides
+        torch while it runs)."""
+        from tracecli.graph.nlp import preload
+        from tracecli.providers.embeddings import imports_torch
+
+        if self.llm is None and "frames" not in self.settings.ablate and self.settings.preload_nlp \
+                and not imports_torch(self.embedder, 2):
+            preload(patterns=False)
 
     def _ask(self, question: str, *, conversation_id: str | None, as_of: str | dt.datetime | None,
              budget: int | None, store_answer: bool, namespace: str | None) -> AskResult:
@@ -321,6 +327,7 @@ class Asker:
         t0 = time.perf_counter()
         timing: dict[str, float] = {}
         settings = self.settings
+        self._preload_nlp()
         budget = settings.budget if budget is None else budget
         if budget < 20:
             raise BadInput(f"--budget {budget} is too small; give at least 20 tokens")
