@@ -197,8 +197,3 @@ def is_verb(word: str) -> bool:
     """Can the word (a lemma, any case) be a verb at all? WordNet's verb index; False when WordNet is missing, so
     a caller that repairs a parse on a non-verb does nothing then."""
     return word.strip().lower() in _classes().verbs
-
-
-def knows_words() -> bool:
-    """Is WordNet available (the word classes non-empty)?"""
-    return bool(_classes().verbs)
