@@ -447,8 +447,7 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
         result = _changed_attribute(tok, args)
         if result is not None:  # the object and the to-phrase are read as one attribute frame
             frames.append(replace(result, subject=subject))
-            args = [(k, h) for k, h in args if h.dep_ != "dobj" and h.i != result.value_tokens[-1]
-                    and h.i not in result.value_tokens]
+            args = [(k, h) for k, h in args if h.dep_ != "dobj" and h.i not in result.value_tokens]
         for k, head in args:
             if head.dep_ == "pobj" and head.ent_type_ in ("DATE", "TIME") and k.split()[-1] in ("in", "on", "at", "for", "by"):
                 continue  # "moved in March": a time adjunct, not the value
