@@ -242,8 +242,9 @@ RESULT_VERBS = frozenset("switch change move convert upgrade downgrade rename up
 
 
 def _changed_attribute(verb: Any, args: Sequence[tuple[str, Any]]) -> Frame | None:
-    """'I switched my meditation app to Balance' states 'my meditation app is Balance' (now): a verb of changing, an object the
-    subject possesses ('my …'), and the result in its to-phrase; the object names the attribute, not a value."""
+    """'I switched my meditation app to Balance' states 'my meditation app is Balance' (now): a verb of changing,
+    an object the subject possesses ('my …'), and the result in its to-phrase; the object names the attribute,
+    not a value."""
     if (verb.lemma_ or "").lower() not in RESULT_VERBS:
         return None
     obj = next((h for k, h in args if h.dep_ == "dobj" and h.pos_ in ("NOUN", "PROPN") and any(
@@ -836,8 +837,9 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
 
 def _someone_elses_change(doc: Any, c: Any, speaker: str, other: str | None, participants: Sequence[str]) -> bool:
     """Is the construction's verb said of someone other than the speaker: the other participant ("you quit the
-    band"), or a person who is neither ("my friend Hana went from alto to tenor"), with no participant as its object ("the director moved me from alto to …" is
-    the speaker's change)? A subject that is the old value itself ("the trip is off") is no person."""
+    band"), or a person who is neither ("my friend Hana went from alto to tenor") with no participant as its
+    object ("the director moved me from alto to …" is the speaker's change)? A subject that is the old value
+    itself ("the trip is off") is no person."""
     from tracecli.graph.lexicon import answer_class
 
     if c.verb is None:

@@ -82,11 +82,11 @@ class AskSettings:
     # (for every current-state question it cost never-revised answers: 407 / 76)
     frame_restate: bool = True
     # a later sentence that names the frame's value again, presents nothing as new and states no other value of its
-    # kind refers to it: it is not a restatement with a new value (A–H, J, K: +2 / −0; the same check in the sentence
-    # fallback's restatement rule was +1 / −3 and is not used)
+    # kind refers to it: it is not a restatement with a new value (A–H, J, K rebuilt: +1 / −0; the same check in the
+    # sentence fallback's restatement rule was +1 / −3 and is not used)
     restate_new_value: bool = True
     # a sentence answer to a what/which question that names nothing specific continues into the next sentence of its
-    # message that does ("… I never remember mine. 5802."); not for a date asked for (A–H, J, K: +7 / −0)
+    # message that does ("… I never remember mine. 5802."); not for a date asked for (A–H, J, K rebuilt: +6 / −0)
     value_follows: bool = True
     # added to a frame's score when it is said as new ("now", "instead", "new") and the state now is asked (A–H, J,
     # K: +4 / −0 at 0.08, the one value tried)
