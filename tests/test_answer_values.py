@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from ask_fixtures import ALICE, ask_db, copy_db  # noqa: F401 (ask_db is a fixture)
 
-from tracecli.query.answer import Readers, answer_offline, echoes, extract_value
+from tracecli.query.answer import Readers, answer_offline, echoes, extract_value, said_over
 from tracecli.query.paths import EventNode, Graph
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import addressed, shape_of
@@ -255,7 +255,10 @@ def test_a_retraction_is_answered_by_the_value_said_instead_in_the_same_message(
     ans = answer_offline(graph, shape, ranked, {}, 0.9, None, AskSettings(), question)
     assert ans.text == "Brightwell" and ans.event_ids == ["new"]  # same person, same type; not "notice"
     new.frame = {"key": "start at", "type": "thing"}  # nothing of the retracted value's type said instead
-    assert answer_offline(graph, shape, ranked, {}, 0.9, None, AskSettings(), question).text == "Noor no longer: Halden Ltd"
+    # the retraction is given as the sentence that made it (`tracecli.query.span`), which says what came instead
+    assert answer_offline(graph, shape, ranked, {}, 0.9, None, AskSettings(), question).text == quote
+    bare = AskSettings(span_retraction=False)
+    assert answer_offline(graph, shape, ranked, {}, 0.9, None, bare, question).text == "Noor no longer: Halden Ltd"
 
 
 def test_a_later_sentence_naming_the_frame_value_again_does_not_replace_it():
@@ -332,3 +335,68 @@ def test_a_later_sentence_said_as_new_is_a_restatement_within_a_wider_margin():
     assert _asked_after(old, plain, question, later_score=0.45)().source_refs == ["m2"]
     off = _asked_after(old, new, question, later_score=0.45)(AskSettings(restate_novel_margin=0.0))
     assert off.source_refs == ["m2"]
+
+
+def test_a_question_put_to_the_named_person_is_answered_by_their_reply():
+    # the parse made Sam's question an event of Sam, the one asking; the user asks about Noor
+    asking = _ev("q", 3, "btw what's your locker number, I keep forgetting", subject="Sam")
+    asking.speaker = "Sam"
+    reply = _ev("r", 4, "118, top row by the door")
+    reply.speaker = "Noor"
+    question = "What is Noor's locker number?"
+    shape = shape_of(question, ["Noor", "Sam"], None)
+    args = (_graph(asking, reply), shape, [(asking, 0.8), (reply, 0.5)], {}, 0.9, None)
+    assert answer_offline(*args, AskSettings(), question).source_refs == ["m4"]
+    assert answer_offline(*args, AskSettings(reply_to_named=False), question).source_refs == ["m3"]
+    # asked about Sam, Sam's own question is no question put to Sam
+    about_sam = "What is Sam's locker number?"
+    sam = shape_of(about_sam, ["Noor", "Sam"], None)
+    assert answer_offline(_graph(asking, reply), sam, [(asking, 0.8)], {}, 0.9, None, AskSettings(),
+                          about_sam).source_refs == ["m3"]
+
+
+def _said(eid: str, seq: int, quote: str, idx: int = 0, *, value: str | None = None) -> EventNode:
+    ev = _ev(eid, seq, quote, value=value)
+    ev.sentence_idx, ev.speaker = idx, "Noor"
+    return ev
+
+
+def test_a_later_message_naming_the_value_with_a_change_answers_instead():
+    first = _said("a", 1, "all my money's with Northbank, have been for years", value="Northbank")
+    closed = _said("b", 4, "finally closed the Northbank account.")
+    now = _said("c", 4, "everything's with Tallyho Bank, the app is great", 1)
+    graph = _graph(first, closed, now)
+    assert said_over(graph, first, "Northbank", None) is now
+    assert said_over(graph, first, "Northbank", "2024-02-01T00:00:00Z") is None  # not yet said by then
+    question = "Which bank does Noor use?"
+    shape = shape_of(question, ["Noor"], None)
+    args = (graph, shape, [(first, 0.8)], {}, 0.9, None)
+    ans = answer_offline(*args, AskSettings(), question)
+    assert "Tallyho" in ans.text and ans.source_refs[0] == "m4"
+    assert "Tallyho" not in answer_offline(*args, AskSettings(said_over=False), question).text
+
+
+def test_a_later_mention_without_a_change_or_of_the_same_value_answers_nothing():
+    first = _said("a", 1, "all my money's with Northbank, have been for years", value="Northbank")
+    mention = _said("b", 4, "the Northbank app crashed again.")
+    other = _said("c", 4, "had to queue at the Tallyho branch for my mum", 1)
+    assert said_over(_graph(first, mention, other), first, "Northbank", None) is None
+    # "from X to Y" tells the change within the sentence that names the value
+    moved = _said("d", 6, "bumped the savings from £200 to £350 a month")
+    rule = _said("e", 2, "new rule: £200 into savings every month", value="£200")
+    assert said_over(_graph(rule, moved), rule, "£200", None) is moved
+
+
+def test_an_as_of_question_is_answered_by_a_frame_said_by_then_when_the_facet_comes_later():
+    early = _ev("a", 1, "I'm at Halden Ltd doing the payroll", value="Halden Ltd",
+                frame={"key": "work at", "type": "org", "head": "ltd"})
+    later = _ev("b", 5, "started at Brightwell this week", value="Brightwell", facet="employer")
+    question = "Who was Noor working for at that point?"
+    as_of = "2024-03-01T00:00:00Z"
+    shape = shape_of(question, ["Noor"], None)
+    args = (_graph(early, later), shape, [(early, 0.8), (later, 0.7)], {"a": 0.8, "b": 0.7}, 0.9, as_of)
+    assert answer_offline(*args, AskSettings(), question).text == "Halden Ltd"
+    assert answer_offline(*args, AskSettings(known_later_frame=False), question).abstained
+    # with no frame said by then, the facet known only later still means nothing is known by then
+    args = (_graph(later), shape, [(later, 0.7)], {"b": 0.7}, 0.9, as_of)
+    assert answer_offline(*args, AskSettings(), question).abstained

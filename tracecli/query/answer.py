@@ -488,23 +488,161 @@ def _holds(text: str, labels: tuple[str, ...], people: Sequence[str]) -> bool:
 _ASKING = re.compile(r"(?i)\b(?:what|which|where|when|who|how)\b(?:'s|’s)?[^.!]{0,40}?\byou(?:r|rs)?\b")
 
 
-def _asks(ev: EventNode) -> bool:
-    """Is the sentence a question put to the person it is about ("what's your shirt size, the club is ordering kits")?
-    Chat often leaves off the question mark, so the sentence became an event of the person asked."""
-    return ev.speaker is not None and ev.speaker != ev.subject and bool(_ASKING.search(ev.quote))
+def _asks(ev: EventNode, people: Sequence[str] = ()) -> str | None:
+    """The person a sentence puts a question to, when it asks about them ("what's your shirt size, the club is
+    ordering kits"): the person it is about when that is not its speaker, else the one the user's question names
+    (`people`) when the speaker is not among them. Chat often leaves off the question mark, so the sentence became
+    an event of the person asked, or of the one asking."""
+    if ev.speaker is None or not _ASKING.search(ev.quote):
+        return None
+    if ev.speaker != ev.subject:
+        return ev.subject
+    others = [p for p in people if p != ev.speaker]
+    return others[0] if len(others) == 1 else None
 
 
-def _reply(graph: Graph, question: EventNode) -> EventNode | None:
+def _reply(graph: Graph, question: EventNode, person: str) -> EventNode | None:
     """The first sentence the person asked said after the question, in the same session: their answer."""
     after = [ev for ev in graph.events.values() if ev.session_id == question.session_id and ev.seq > question.seq
-             and ev.speaker == question.subject]
+             and ev.speaker == person]
     return min(after, key=_order) if after else None
+
+
+#: light verbs of the construction lists that say a change only with a particle ("give up", "get rid")
+_LIGHT = frozenset({"get", "give", "call", "break", "take", "end"})
+
+
+@lru_cache(maxsize=1)
+def _change_cues() -> frozenset[str]:
+    """Lemmas and words that mark a message as telling a change: the construction layer's verbs of retracting,
+    dismissing, ending, exchanging and changing (`tracecli.graph.constructions`, light verbs aside), its ended
+    states, and the novelty words."""
+    from tracecli.graph import constructions as c
+    from tracecli.graph.frames import NOVELTY_WORDS
+
+    verbs = set(c.RETRACT_VERBS) | set(c.DISMISS_VERBS) | set(c.DEATH_VERBS) | set(c.EXCHANGE_VERBS) | set(c.CHANGE_VERBS)
+    return frozenset((verbs - _LIGHT) | set(c.ENDED_STATES) | set(NOVELTY_WORDS))
+
+
+def _tells_change(text: str) -> bool:
+    cues = _change_cues()
+    return any(t.lemma_.lower() in cues or t.lower_ in cues for t in _parsed(text))
+
+
+def _value_words(value: str | None) -> re.Pattern[str] | None:
+    """Matches a sentence naming `value` by its last word or by any capitalised word or number of it ("Virgin" for
+    "Virgin Media", "class" for "Spanish evening class"), three characters or more and no function word."""
+    from tracecli.text import STOPWORDS
+
+    words = re.findall(r"[\w'’+£$€-]+", value or "")
+    words = [w for i, w in enumerate(words) if (i == len(words) - 1 or w[:1].isupper() or any(c.isdigit() for c in w))
+             and len(w) >= 3 and w.lower() not in STOPWORDS]
+    if not words:
+        return None
+    return re.compile(r"(?<![\w'’])(?:" + "|".join(re.escape(w) for w in words) + r")(?![\w'’])", re.I)
+
+
+#: entity labels of a specific thing a sentence answer may be about (no date, time, count or measure)
+_THING_ENTS = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "MONEY", "NORP",
+                         "LANGUAGE"})
+
+
+def _one_value(text: str) -> str | None:
+    """The one specific thing a sentence names (`_THING_ENTS`), when it names exactly one."""
+    found = {e.text for e in _parsed(text).ents if e.label_ in _THING_ENTS}
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _kind(text: str, value: str) -> str:
+    """What kind of value `value` is, as said in `text`: a person's name, another name, a number or sum, a thing."""
+    doc = _parsed(text)
+    span = next((e for e in doc.ents if e.text == value or value in e.text), None)
+    if span is not None and span.label_ == "PERSON" and len(value.split()) == 1:
+        return "person"  # a first name (the small model calls many two-word firms PERSON: "Virgin Media")
+    if any(c.isdigit() for c in value):
+        return "number"
+    if any(t.pos_ == "PROPN" and t.text in value.split() for t in doc) or value[:1].isupper():
+        return "name"
+    return "thing"
+
+
+def _says_kind(text: str, kind: str, names: re.Pattern[str]) -> bool:
+    """Does `text`, the value it replaces left out (`names`), name a value of `kind`?"""
+    rest = names.sub(" ", text)
+    if kind == "person":
+        return any(e.label_ == "PERSON" for e in _parsed(rest).ents)
+    if kind == "number":
+        return any(c.isdigit() for c in rest)
+    if kind == "name":
+        from tracecli.text import STOPWORDS
+
+        # a capitalised word counts even first in its sentence, where the small tagger often reads a name as a noun
+        return any(t.pos_ == "PROPN" or t.ent_type_ in _THING_ENTS
+                   or (t.text[:1].isupper() and t.is_alpha and t.lower_ not in STOPWORDS) for t in _parsed(rest))
+    return _holds_value(rest)
+
+
+def said_over(graph: Graph, ev: EventNode, value: str, as_of: str | None) -> EventNode | None:
+    """The latest later message of the same person that names the answer's value again while telling a change
+    ("FINALLY ditched Virgin. Hyperoptic got installed today", "bumping the savings from £200 to £350", "Piranesi
+    was incredible. now reading The Overstory"): the sentence of it that states what came instead — the first from
+    the mention on that names another value of the same kind (a person for a person, a name for a name, a number
+    for a number) — or the mention itself when it does. A revision read at query time where build-graph drew no edge; None when there is none."""
+    names = _value_words(value)
+    if names is None:
+        return None
+    kind = _kind(ev.quote, value)
+    moved = re.compile(r"\bfrom\s+(?:\S+\s+){0,2}?\S*?" + names.pattern + r".{0,40}?\bto\b", re.I)
+    later: dict[int, list[EventNode]] = {}
+    for o in graph.events.values():
+        if o.conversation_id == ev.conversation_id and o.subject == ev.subject and o.speaker in (None, ev.subject) \
+                and o.seq > ev.seq and (as_of is None or not o.time_anchor or o.time_anchor <= as_of):
+            later.setdefault(o.seq, []).append(o)
+    found = None
+    for seq in sorted(later):
+        sentences = {o.sentence_idx: o for o in sorted(later[seq], key=_order)}
+        ordered = [sentences[i] for i in sorted(sentences)]
+        mention = next((o for o in ordered if names.search(o.quote)), None)
+        if mention is None or not (moved.search(mention.quote) or _tells_change(" ".join(o.quote for o in ordered))):
+            continue
+        rest = [o for o in ordered if o.sentence_idx > mention.sentence_idx]
+        instead = next((o for o in rest if not names.search(o.quote) and _says_kind(o.quote, kind, names)), None)
+        if instead is None and _says_kind(mention.quote, kind, names):
+            instead = mention
+        found = instead or found
+    return found
 
 
 def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],
                    relevance: Mapping[str, float], best_note_cosine: float, as_of: str | None,
                    settings: AskSettings, question: str = "", readers: Readers | None = None) -> Answer:
-    """A concise extractive answer with its source refs, or an abstention."""
+    """A concise extractive answer with its source refs, or an abstention; its value read right from its sentence
+    (`tracecli.query.span`)."""
+    from tracecli.query.span import settle
+
+    answer = _answer(graph, shape, ranked_events, relevance, best_note_cosine, as_of, settings, question, readers)
+    if not question:
+        return answer
+    if settings.said_over and not answer.abstained and answer.support != "chain" and answer.event_ids \
+            and answer.event_ids[0] in graph.events \
+            and (shape.wants_current or as_of is not None) and shape.before_event_verb is None \
+            and "before" not in question.lower() and shape.wh not in ("why", "yesno"):
+        ev = graph.events[answer.event_ids[0]]
+        value = answer.text if answer.text != ev.quote and len(answer.text) < 60 else (_one_value(ev.quote) or ev.value)
+        newer = None if ev.negated else said_over(graph, ev, value or "", as_of)
+        if newer is not None:
+            refs = list(newer.source_refs) + [r for r in answer.source_refs if r not in newer.source_refs]
+            answer = event_answer(graph, newer, shape, best_note_cosine, question,
+                                  asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh))
+            answer.source_refs = refs
+    labels = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
+    focus = _focus_noun(question) if shape.wh in ("what", "which") else None
+    return settle(answer, graph, shape, question, settings, labels, focus)
+
+
+def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],
+            relevance: Mapping[str, float], best_note_cosine: float, as_of: str | None,
+            settings: AskSettings, question: str = "", readers: Readers | None = None) -> Answer:
     found = facet_answer(graph, shape, relevance, as_of, settings)
     if found is not None and found[0].facet == "employer" and question and asks_role(question):
         found = None  # "What is Noor's job?" asks for the role Noor holds, not for the employer
@@ -520,8 +658,10 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
             _said_instead(graph, found[0]) if shape.wh != "yesno" and shape.before_event_verb is None else None)
         if replacement is not None:
             found = (replacement, found[1])
-    if found is None and as_of is not None and _known_later(graph, shape, as_of):
-        # the asked-for fact of the named person exists, but only from after that date
+    # the asked-for fact of the named person exists as a facet, but only from after that date: abstain, unless a
+    # frame said by then answers it ("I'm doing the Spanish evening class" before the facet's "signed up for Italian")
+    later_only = found is None and as_of is not None and _known_later(graph, shape, as_of)
+    if later_only and not settings.known_later_frame:
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is None and question and "frames" not in settings.ablate:
         framed = _from_frame(graph, shape, question, relevance, as_of, readers, settings.novelty_bonus)
@@ -532,6 +672,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
                 return event_answer(graph, again, shape, best_note_cosine, question)
         if framed is not None:
             return framed
+    if later_only:
+        return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is not None:
         ev, conflicts = found
         text = with_article(ev)
@@ -582,8 +724,9 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
                     return _holds(ev.quote, asked, people)
             best = _latest_restatement(valid, topic, settings.restate_margin, settings.restate_topic, keep,
                                        settings.restate_novel_margin)
-    if best is not None and _asks(best):
-        best = _reply(graph, best) or best
+    asked = _asks(best, named_people(graph, shape) if settings.reply_to_named else ()) if best is not None else None
+    if best is not None and asked is not None:
+        best = _reply(graph, best, asked) or best
     focus = _focus_noun(question) if settings.value_follows and shape.wh in ("what", "which") else None
     if best is not None and focus and not _holds_value(best.quote):
         from tracecli.graph.lexicon import answer_class
