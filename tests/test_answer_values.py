@@ -400,3 +400,16 @@ def test_an_as_of_question_is_answered_by_a_frame_said_by_then_when_the_facet_co
     # with no frame said by then, the facet known only later still means nothing is known by then
     args = (_graph(later), shape, [(later, 0.7)], {"b": 0.7}, 0.9, as_of)
     assert answer_offline(*args, AskSettings(), question).abstained
+
+
+def test_before_x_is_never_answered_by_what_came_after_x():
+    fiesta = _ev("a", 1, "I drive an old Fiesta to work", value="Fiesta", facet="car")
+    corsa = _ev("b", 3, "the Corsa's mine now, my brother sold it to me cheap", value="Corsa", facet="car")
+    niro = _ev("c", 6, "traded the Corsa in for a Kia Niro", value="Kia Niro", facet="car")
+    question = "What did Noor drive before the Corsa?"
+    shape = shape_of(question, ["Noor"], None)
+    args = (_graph(fiesta, corsa, niro), shape, [(niro, 0.8), (corsa, 0.7), (fiesta, 0.6)],
+            {"a": 0.6, "b": 0.7, "c": 0.8}, 0.9, None)
+    assert "Fiesta" in answer_offline(*args, AskSettings(), question).text
+    # the facet's newest value, said after the Corsa, was the answer before
+    assert "Niro" in answer_offline(*args, AskSettings(before_first=False), question).text

@@ -329,13 +329,14 @@ def _replacement(graph: Graph, retraction: EventNode, as_of: str | None) -> Even
 
 
 def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mapping[str, float],
-                as_of: str | None, readers: Readers | None, novelty_bonus: float = 0.0) -> Answer | None:
+                as_of: str | None, readers: Readers | None, novelty_bonus: float = 0.0,
+                before_first: bool = True) -> Answer | None:
     from tracecli.query.frame_answer import frame_answer
 
     people = named_people(graph, shape)
     found = frame_answer(graph, shape, question, relevance, as_of, people,
                          readers.sentence_sim if readers else None, readers.value_fit if readers else None,
-                         novelty_bonus)
+                         novelty_bonus, before_first)
     if found is not None and found.support == "none":
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is None or found.score < FRAME_ANSWER_FLOOR:
@@ -648,6 +649,10 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
         found = None  # "What is Noor's job?" asks for the role Noor holds, not for the employer
     if found is not None and shape.wh != "yesno" and echoes(question, found[0].value):
         found = None  # "Which fencing club …?" is not answered by the hobby "fencing": the question names it
+    if found is not None and settings.before_first and question and "before" in question.lower():
+        cut = before_cut(graph, question, named_people(graph, shape))
+        if cut is not None and not said_before(found[0], cut):
+            found = None  # "What did Tom drive before the Corsa?" is not answered by the car he drives now
     if found is not None and shape.before_event_verb is None and shape.back_when is None:
         # a revision found outside the facet (a construction or an implicit restatement) supersedes it too
         newer = newest_successor(graph, found[0], as_of, same_fact=True)
@@ -664,7 +669,8 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
     if later_only and not settings.known_later_frame:
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is None and question and "frames" not in settings.ablate:
-        framed = _from_frame(graph, shape, question, relevance, as_of, readers, settings.novelty_bonus)
+        framed = _from_frame(graph, shape, question, relevance, as_of, readers, settings.novelty_bonus,
+                             settings.before_first)
         if framed is not None and settings.frame_restate and not framed.abstained and readers is not None \
                 and shape.wants_current and shape.says_now and "before" not in question.lower():
             again = _said_again_later(graph.events[framed.event_ids[0]], ranked_events, as_of, settings, readers)

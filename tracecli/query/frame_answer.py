@@ -186,7 +186,8 @@ def _asked_phrase(question: str, people: Sequence[str]) -> str | None:
 
 def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapping[str, float],
                  as_of: str | None, people: Sequence[str], sentence_sim: SentenceSim | None = None,
-                 value_fit: ValueFit | None = None, novelty_bonus: float = 0.0) -> FrameAnswer | None:
+                 value_fit: ValueFit | None = None, novelty_bonus: float = 0.0,
+                 before_first: bool = True) -> FrameAnswer | None:
     """The frame event that answers the question, followed to the right end of its revision chain.
 
     Candidates are the named people's frames said by `as_of`; each is scored by the share of its key the
@@ -243,11 +244,20 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
         noun_hit = noun is not None and (noun in key or bool(re.search(rf"(?i)\b{re.escape(noun)}", ev.quote)))
         cands.append(_Cand(ev, frame, key_hit, noun_hit, relevance.get(ev.id, 0.0)))
     if before_value:
-        named = _event_with_value(graph, before_value, people, qwords)
-        if named is not None:
-            prev = predecessor(graph, named) or replaced_by(graph, named)
-            if prev is not None:
-                return FrameAnswer(prev, named, 0.9, "chain")
+        if before_first:
+            # what held before X was said before X first was: the statements of X from the first on, each asked for
+            # what it replaced (a later mention of X may carry an edge to a value that came after X)
+            stated = _events_with_value(graph, before_value, people)
+            for named in stated:
+                prev = predecessor(graph, named) or replaced_by(graph, named)
+                if prev is not None and _said_first(prev, stated[0]):
+                    return FrameAnswer(prev, named, 0.9, "chain")
+        else:
+            named = _event_with_value(graph, before_value, people, qwords)
+            if named is not None:
+                prev = predecessor(graph, named) or replaced_by(graph, named)
+                if prev is not None:
+                    return FrameAnswer(prev, named, 0.9, "chain")
     cut = before_cut(graph, question, people) if "before" in question.lower() else None
     if cut is not None:
         # no revision edge leads back from X: the answer is among what was said before X was first mentioned
@@ -347,7 +357,7 @@ def before_cut(graph: Graph, question: str, people: Sequence[str]) -> BeforeCut 
         return None
 
     def mentions(quote: str) -> bool:
-        have = set(re.findall(r"[\w'’&-]+", quote.lower()))
+        have = {re.sub(r"['’]s$", "", w) for w in re.findall(r"[\w'’&-]+", quote.lower())}  # "the Corsa's gone"
         if keys:
             return keys <= have
         shared = len(words & have)
@@ -365,6 +375,17 @@ def said_before(ev: EventNode, cut: BeforeCut) -> bool:
     if ev.conversation_id != cut.conversation_id or ev.seq >= cut.seq:
         return False
     return not (cut.words & set(re.findall(r"[\w'’&-]+", ev.quote.lower())))
+
+
+def _events_with_value(graph: Graph, words: set[str], people: Sequence[str]) -> list[EventNode]:
+    """The events of the people named whose value the question names after 'before', first said first."""
+    found = [ev for ev in graph.events.values() if ev.value and not ev.negated and (not people or ev.subject in people)
+             and (vw := set(re.findall(r"\w+", ev.value.lower()))) and len(vw & words) * 2 >= len(vw)]
+    return sorted(found, key=lambda ev: (ev.seq, ev.sentence_idx))
+
+
+def _said_first(a: EventNode, b: EventNode) -> bool:
+    return (a.seq, a.sentence_idx) < (b.seq, b.sentence_idx)
 
 
 def _event_with_value(graph: Graph, words: set[str], people: Sequence[str], qwords: set[str]) -> EventNode | None:
