@@ -413,3 +413,14 @@ def test_before_x_is_never_answered_by_what_came_after_x():
     assert "Fiesta" in answer_offline(*args, AskSettings(), question).text
     # the facet's newest value, said after the Corsa, was the answer before
     assert "Niro" in answer_offline(*args, AskSettings(before_first=False), question).text
+
+
+def test_a_frame_of_another_kind_gives_way_to_a_sentence_holding_the_asked_type():
+    painted = _ev("p", 2, "also painting the kitchen sage green this weekend, very cottagecore", value="kitchen sage",
+                  frame={"key": "paint", "type": "thing", "head": "sage"})
+    question = "What colour was Noor's kitchen painted?"
+    shape = shape_of(question, ["Noor"], None)
+    args = (_graph(painted), shape, [(painted, 0.8)], {"p": 0.8}, 0.9, None)
+    assert "sage green" in answer_offline(*args, AskSettings(), question).text
+    # the frame layer alone refuses: what Noor painted is a thing, not a colour
+    assert answer_offline(*args, AskSettings(refusal_typed=False), question).abstained

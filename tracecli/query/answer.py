@@ -25,6 +25,8 @@ from tracecli.query.frame_answer import asked_noun_token, asks_role, before_cut,
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape
+from tracecli.query.span import parsed as _parsed
+from tracecli.query.span import settle
 
 NOT_ENOUGH = "not enough evidence"
 #: a frame answer must score at least this (`frame_answer`'s scale) to be given instead of the best sentence
@@ -182,13 +184,6 @@ def _known_place(text: str) -> str | None:
 _REDUCED = frozenset({"PERSON", "ORG", "MONEY"})
 
 
-@lru_cache(maxsize=2048)
-def _parsed(text: str) -> Any:
-    """A sentence's parse, once per text: the answer step reads the same few sentences' entities several times
-    (the typed preference, the restatement check, the value read out)."""
-    from tracecli.graph.nlp import get_nlp
-
-    return get_nlp()(text)
 
 
 def _entities(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> list[str]:
@@ -205,7 +200,8 @@ def _entities(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> 
         from tracecli.graph.lexicon import is_colour
 
         for tok in doc:
-            if tok.pos_ in ("ADJ", "NOUN", "PROPN") and is_colour(tok.lemma_ or tok.text):
+            # (a verb too: the small tagger reads "sage green" after a noun as one)
+            if tok.pos_ in ("ADJ", "NOUN", "PROPN", "VERB") and is_colour(tok.lemma_ or tok.text):
                 mods = [c for c in tok.lefts if c.pos_ in ("ADJ", "NOUN", "PROPN", "ADV") and c.i == tok.i - 1]
                 out.append(doc[mods[0].i if mods else tok.i: tok.i + 1].text)
     return out
@@ -604,13 +600,17 @@ def said_over(graph: Graph, ev: EventNode, value: str, as_of: str | None) -> Eve
         sentences = {o.sentence_idx: o for o in sorted(later[seq], key=_order)}
         ordered = [sentences[i] for i in sorted(sentences)]
         mention = next((o for o in ordered if names.search(o.quote)), None)
-        if mention is None or not (moved.search(mention.quote) or _tells_change(" ".join(o.quote for o in ordered))):
+        if mention is None:
             continue
         rest = [o for o in ordered if o.sentence_idx > mention.sentence_idx]
         instead = next((o for o in rest if not names.search(o.quote) and _says_kind(o.quote, kind, names)), None)
         if instead is None and _says_kind(mention.quote, kind, names):
             instead = mention
-        found = instead or found
+        # the change is told by the sentence naming the value or by the one naming what came instead ("moving up
+        # there in the autumn. Pepper is going to be a Scottish dog" tells no change of the dog)
+        if instead is not None and (moved.search(mention.quote) or _tells_change(mention.quote)
+                                    or _tells_change(instead.quote)):
+            found = instead
     return found
 
 
@@ -619,8 +619,6 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
                    settings: AskSettings, question: str = "", readers: Readers | None = None) -> Answer:
     """A concise extractive answer with its source refs, or an abstention; its value read right from its sentence
     (`tracecli.query.span`)."""
-    from tracecli.query.span import settle
-
     answer = _answer(graph, shape, ranked_events, relevance, best_note_cosine, as_of, settings, question, readers)
     if not question:
         return answer
@@ -671,6 +669,16 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
     if found is None and question and "frames" not in settings.ablate:
         framed = _from_frame(graph, shape, question, relevance, as_of, readers, settings.novelty_bonus,
                              settings.before_first)
+        if framed is not None and framed.abstained and settings.refusal_typed:
+            # what the person did with the asked predicate is another kind of thing, but a sentence ranked near the
+            # top names a value of the asked type ("painting the kitchen sage green" for "What colour …?"): the
+            # sentence reader below answers rather than nobody
+            asked = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
+            people = named_people(graph, shape)
+            near = [ev for ev, _ in ranked_events[:3] if ev.validity_at(as_of) > 0
+                    and (as_of is None or not ev.time_anchor or ev.time_anchor <= as_of)]
+            if asked and any(_holds(ev.quote, asked, people) for ev in near):
+                framed = None
         if framed is not None and settings.frame_restate and not framed.abstained and readers is not None \
                 and shape.wants_current and shape.says_now and "before" not in question.lower():
             again = _said_again_later(graph.events[framed.event_ids[0]], ranked_events, as_of, settings, readers)

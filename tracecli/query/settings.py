@@ -111,12 +111,15 @@ class AskSettings:
     # said by then when there is one, else abstains (twelve dev sets: +2 / −0)
     known_later_frame: bool = True
     # a later message of the same person naming the answer's value again while telling a change answers instead
-    # (`answer.said_over`), not after a chain answer: on the twelve dev sets +12 / −2 valid, 12 fewer stale
+    # (`answer.said_over`), not after a chain answer, the change told by the sentence naming the value or the one
+    # naming what came instead: on the twelve dev sets +11 / −2 valid, 11 fewer stale
     said_over: bool = True
     # "before X" is never answered by what came after X: along a chain, X's statements from the first on and only a
     # value said before X first was; a typed facet's value said after X is not the answer (twelve dev sets: +7 / −1
     # valid, 5 fewer stale)
     before_first: bool = True
+    # EXPERIMENT a frame refusal gives way when one of the three best sentences holds a value of the asked type
+    refusal_typed: bool = True
     # load spaCy on a second thread while the first question is embedded and its evidence retrieved (offline mode)
     preload_nlp: bool = True
     # a restatement of a sentence that holds a value of the asked type (a place for "where" …) must hold one too

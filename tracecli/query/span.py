@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from tracecli.query.frame_answer import asks_role
@@ -37,10 +38,16 @@ _HOW_AMOUNT = re.compile(r"(?i)\bhow\s+(?:much|many|long|old|often|far|big|tall|
 _THINGS = frozenset({"NOUN", "PROPN", "NUM", "X", "SYM"})
 
 
-def _parse(text: str) -> Any:
-    from tracecli.query.answer import _parsed
+@lru_cache(maxsize=2048)
+def parsed(text: str) -> Any:
+    """A sentence's spaCy parse, once per text: the answer step reads the same few sentences' entities and spans
+    several times (the typed preference, the restatement check, the value read out)."""
+    from tracecli.graph.nlp import get_nlp
 
-    return _parsed(text)
+    return get_nlp()(text)
+
+
+_parse = parsed
 
 
 def locate(doc: Any, value: str) -> Any | None:
