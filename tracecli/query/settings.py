@@ -118,7 +118,8 @@ class AskSettings:
     # value said before X first was; a typed facet's value said after X is not the answer (twelve dev sets: +7 / −1
     # valid, 5 fewer stale)
     before_first: bool = True
-    # EXPERIMENT a frame refusal gives way when one of the three best sentences holds a value of the asked type
+    # a frame refusal ("what Noor painted is a thing, not a colour") gives way when one of the three best sentences
+    # holds a value of the asked type (twelve dev sets: +1 / −0)
     refusal_typed: bool = True
     # load spaCy on a second thread while the first question is embedded and its evidence retrieved (offline mode)
     preload_nlp: bool = True
