@@ -47,7 +47,7 @@ def parsed(text: str) -> Any:
     return get_nlp()(text)
 
 
-_parse = parsed
+
 
 
 def locate(doc: Any, value: str) -> Any | None:
@@ -81,7 +81,7 @@ def _narrowing(tok: Any) -> list[Any]:
 def widened(text: str, value: str) -> str:
     """`value` widened to the noun phrase it belongs to in `text`: the noun it modifies, with the words that narrow
     that noun down; `value` itself when it is not found or nothing widens it."""
-    doc = _parse(text)
+    doc = parsed(text)
     span = locate(doc, value)
     if span is None or not len(span):
         return value
@@ -104,7 +104,7 @@ def cannot_answer(text: str, value: str, focus: str | None, shape: QueryShape, l
     """Is `value` (read from `text`) not an answer to the question: the asked noun itself with only adjectives
     ("only typeface" asked "Which typeface …?"), or no thing at all ("terrified"), unless a colour or a manner
     ("How …?") is asked?"""
-    doc = _parse(text)
+    doc = parsed(text)
     span = locate(doc, value)
     if span is None or not len(span):
         return False
@@ -144,4 +144,4 @@ def settle(answer: Any, graph: Graph, shape: QueryShape, question: str, settings
     return answer
 
 
-__all__: Sequence[str] = ["cannot_answer", "locate", "settle", "widened"]
+__all__: Sequence[str] = ["cannot_answer", "locate", "parsed", "settle", "widened"]
