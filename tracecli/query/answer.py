@@ -738,9 +738,9 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
                     return _holds(ev.quote, asked, people)
             best = _latest_restatement(valid, topic, settings.restate_margin, settings.restate_topic, keep,
                                        settings.restate_novel_margin)
-    asked = _asks(best, named_people(graph, shape) if settings.reply_to_named else ()) if best is not None else None
-    if best is not None and asked is not None:
-        best = _reply(graph, best, asked) or best
+    addressee = _asks(best, named_people(graph, shape) if settings.reply_to_named else ()) if best is not None else None
+    if best is not None and addressee is not None:
+        best = _reply(graph, best, addressee) or best
     focus = _focus_noun(question) if settings.value_follows and shape.wh in ("what", "which") else None
     if best is not None and focus and not _holds_value(best.quote):
         from tracecli.graph.lexicon import answer_class

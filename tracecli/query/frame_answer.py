@@ -253,11 +253,11 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
                 if prev is not None and _said_first(prev, stated[0]):
                     return FrameAnswer(prev, named, 0.9, "chain")
         else:
-            named = _event_with_value(graph, before_value, people, qwords)
-            if named is not None:
-                prev = predecessor(graph, named) or replaced_by(graph, named)
+            latest = _event_with_value(graph, before_value, people, qwords)
+            if latest is not None:
+                prev = predecessor(graph, latest) or replaced_by(graph, latest)
                 if prev is not None:
-                    return FrameAnswer(prev, named, 0.9, "chain")
+                    return FrameAnswer(prev, latest, 0.9, "chain")
     cut = before_cut(graph, question, people) if "before" in question.lower() else None
     if cut is not None:
         # no revision edge leads back from X: the answer is among what was said before X was first mentioned
