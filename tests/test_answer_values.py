@@ -424,3 +424,26 @@ def test_a_frame_of_another_kind_gives_way_to_a_sentence_holding_the_asked_type(
     assert "sage green" in answer_offline(*args, AskSettings(), question).text
     # the frame layer alone refuses: what Noor painted is a thing, not a colour
     assert answer_offline(*args, AskSettings(refusal_typed=False), question).abstained
+
+
+def test_an_occupation_question_is_answered_by_a_role_never_by_another_frame():
+    place = _ev("w", 2, "I work at Easton these days, ten minutes on the bike", value="Easton",
+                frame={"key": "work at", "type": "place", "head": "easton"})
+    from tracecli.query.frame_answer import frame_answer
+
+    question = "What does Noor do for work?"
+    shape = shape_of(question, ["Noor"], None)
+
+    def found(roles_only: bool):
+        return frame_answer(_graph(place), shape, question, {"w": 0.8}, None, ["Noor"], roles_only=roles_only)
+
+    assert found(True) is None  # the sentence reader answers instead
+    assert found(False) is not None and found(False).event is place
+
+
+def test_a_noun_the_question_word_determines_asks_for_a_job_only_in_its_first_sense():
+    from tracecli.query.frame_answer import asks_role
+
+    assert asks_role("What job does Noor have?") and asks_role("What is Noor's profession?")
+    assert asks_role("What does Noor do for work?")
+    assert not asks_role("What sport does Noor play these days?")  # a sport; its occupation sense is its second

@@ -47,6 +47,7 @@ class WordClasses(NamedTuple):
     colours: frozenset[str]  # any sense a colour
     colour_names: frozenset[str]  # a name of colour itself
     verbs: frozenset[str]  # every verb lemma
+    first_occupations: frozenset[str]  # most frequent sense at or under `occupation` ("job", not "sport")
 
 
 def _wordnet_dir() -> Path | None:
@@ -113,7 +114,7 @@ def build_classes(root: Path) -> WordClasses:
 
     not_roles = {o for o in (person_sense(w) for w in _NOT_ROLES) if o is not None}
     occupation = index.get("occupation", [None])[0]
-    roles, occupations = set(), set()
+    roles, occupations, first_occupations = set(), set(), set()
     persons, money, times, colours, colour_names = set(), set(), set(), set(), set()
     colour = index.get("color", [None])[0]
     for word, offsets in index.items():
@@ -134,8 +135,10 @@ def build_classes(root: Path) -> WordClasses:
             roles.add(word)
         if occupation is not None and any(o == occupation or occupation in above(o) for o in offsets[:_OCCUPATION_SENSES]):
             occupations.add(word)
+        if occupation is not None and first is not None and (first == occupation or occupation in above(first)):
+            first_occupations.add(word)
     return WordClasses(frozenset(roles), frozenset(occupations), adjectives, frozenset(persons), frozenset(money),
-                       frozenset(times), frozenset(colours), frozenset(colour_names), verbs)
+                       frozenset(times), frozenset(colours), frozenset(colour_names), verbs, frozenset(first_occupations))
 
 
 @lru_cache(maxsize=1)
@@ -143,7 +146,7 @@ def _classes() -> WordClasses:
     root = _wordnet_dir()
     if root is None:
         return WordClasses(*[frozenset()] * len(WordClasses._fields))
-    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 5)
+    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 6)
     path = cache_file("wordnet-roles", key)
     text = read_cached(path)
     if text is not None and text.count("\n\n") == len(WordClasses._fields) - 1:
@@ -164,9 +167,11 @@ def is_role(noun: str, *, adjective: bool = False) -> bool:
     return " ".join(words) in roles or words[-1] in roles
 
 
-def is_occupation(noun: str) -> bool:
-    """Does the noun (a lemma) name an occupation ('job', 'profession', 'career')?"""
-    return noun.strip().lower() in _classes().occupations
+def is_occupation(noun: str, *, first_sense: bool = False) -> bool:
+    """Does the noun (a lemma) name an occupation ('job', 'profession', 'career')? `first_sense`: in its most
+    frequent sense ("job", not "sport", whose occupation sense is its second)."""
+    classes = _classes()
+    return noun.strip().lower() in (classes.first_occupations if first_sense else classes.occupations)
 
 
 #: entity labels (spaCy's, plus COLOR for a colour word) of the answer to a question asking for a noun of each class

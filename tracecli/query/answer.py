@@ -326,13 +326,13 @@ def _replacement(graph: Graph, retraction: EventNode, as_of: str | None) -> Even
 
 def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mapping[str, float],
                 as_of: str | None, readers: Readers | None, novelty_bonus: float = 0.0,
-                before_first: bool = True) -> Answer | None:
+                before_first: bool = True, roles_only: bool = True) -> Answer | None:
     from tracecli.query.frame_answer import frame_answer
 
     people = named_people(graph, shape)
     found = frame_answer(graph, shape, question, relevance, as_of, people,
                          readers.sentence_sim if readers else None, readers.value_fit if readers else None,
-                         novelty_bonus, before_first)
+                         novelty_bonus, before_first, roles_only)
     if found is not None and found.support == "none":
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is None or found.score < FRAME_ANSWER_FLOOR:
@@ -668,7 +668,7 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is None and question and "frames" not in settings.ablate:
         framed = _from_frame(graph, shape, question, relevance, as_of, readers, settings.novelty_bonus,
-                             settings.before_first)
+                             settings.before_first, settings.roles_only)
         if framed is not None and framed.abstained and settings.refusal_typed:
             # what the person did with the asked predicate is another kind of thing, but a sentence ranked near the
             # top names a value of the asked type ("painting the kitchen sage green" for "What colour …?"): the

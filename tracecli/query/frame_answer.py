@@ -92,7 +92,11 @@ def asks_role(question: str) -> bool:
             continue
         if tok.lower_ == "living" and tok.dep_ == "pobj" and tok.head.lower_ == "for":
             return True
-        if is_occupation(tok.lemma_ or tok.text) and not (tok.dep_ == "pobj" and tok.head.lower_ in _PLACING_PREPS):
+        # a noun the question word determines asks for a kind of it ("What sport …?"): an occupation only when
+        # that is the noun's first sense ("What job …?")
+        determined = any(c.dep_ == "det" and c.lower_ in ("what", "which") for c in tok.children)
+        if is_occupation(tok.lemma_ or tok.text, first_sense=determined) \
+                and not (tok.dep_ == "pobj" and tok.head.lower_ in _PLACING_PREPS):
             return True
     return False
 
@@ -187,7 +191,7 @@ def _asked_phrase(question: str, people: Sequence[str]) -> str | None:
 def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapping[str, float],
                  as_of: str | None, people: Sequence[str], sentence_sim: SentenceSim | None = None,
                  value_fit: ValueFit | None = None, novelty_bonus: float = 0.0,
-                 before_first: bool = True) -> FrameAnswer | None:
+                 before_first: bool = True, roles_only: bool = True) -> FrameAnswer | None:
     """The frame event that answers the question, followed to the right end of its revision chain.
 
     Candidates are the named people's frames said by `as_of`; each is scored by the share of its key the
@@ -236,6 +240,8 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             cands.append(_Cand(ev, frame, 1.0, True, relevance.get(ev.id, 0.0)))
             continue  # "What is Noor's job?" is answered by the role Noor holds, a person noun ("firefighter"), as
             # Noor says it: what others call someone ("you're a hero") is praise more often than a job
+        if role and roles_only:
+            continue  # nor by a frame that holds no role ("work at Easton" asked what Noor does for a living)
         if noun is not None and frame.get("type") == "thing" and noun not in value_words \
                 and frame.get("head") != noun:
             if key_hit > 0:

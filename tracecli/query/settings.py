@@ -121,6 +121,10 @@ class AskSettings:
     # a frame refusal ("what Noor painted is a thing, not a colour") gives way when one of the three best sentences
     # holds a value of the asked type (twelve dev sets: +1 / −0)
     refusal_typed: bool = True
+    # an occupation question is answered by a frame only when it holds a role (with the question-side change that a
+    # noun the question word determines asks for a job only in its first sense — "What sport …?" is no job
+    # question — twelve dev sets 733 / 98 → 735 / 97)
+    roles_only: bool = True
     # load spaCy on a second thread while the first question is embedded and its evidence retrieved (offline mode)
     preload_nlp: bool = True
     # a restatement of a sentence that holds a value of the asked type (a place for "where" …) must hold one too
