@@ -588,7 +588,7 @@ def said_over(graph: Graph, ev: EventNode, value: str, as_of: str | None) -> Eve
     names = _value_words(value)
     if names is None:
         return None
-    kind = _kind(ev.quote, value)
+    kind = ""  # read from the parse only once a later mention is found
     moved = re.compile(r"\bfrom\s+(?:\S+\s+){0,2}?\S*?" + names.pattern + r".{0,40}?\bto\b", re.I)
     later: dict[int, list[EventNode]] = {}
     for o in graph.events.values():
@@ -602,6 +602,7 @@ def said_over(graph: Graph, ev: EventNode, value: str, as_of: str | None) -> Eve
         mention = next((o for o in ordered if names.search(o.quote)), None)
         if mention is None:
             continue
+        kind = kind or _kind(ev.quote, value)
         rest = [o for o in ordered if o.sentence_idx > mention.sentence_idx]
         instead = next((o for o in rest if not names.search(o.quote) and _says_kind(o.quote, kind, names)), None)
         if instead is None and _says_kind(mention.quote, kind, names):
