@@ -57,3 +57,12 @@ def test_page_salience_keeps_content_words_that_spacy_called_stop_words() -> Non
     words = _salient(traj, set(), 5, {}, 1)
     assert "move" in words and "porto" in words
     assert not {"however", "something"} & set(words)
+
+
+def test_whole_words_match_only_whole_words_any_case():
+    from tracecli.text import whole_words
+
+    assert whole_words("Virgin", "Media").search("FINALLY ditched virgin.")
+    assert not whole_words("Rover").search("the Rovers' ground")  # inside a longer word
+    assert not whole_words("Tom").search("Tom's bike")  # an apostrophe continues the word
+    assert whole_words("£200").search("from £200 to £350")

@@ -94,6 +94,12 @@ _JSON_RAW_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udff
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def whole_words(*phrases: str) -> re.Pattern[str]:
+    """Matches any of `phrases` as whole words, case-insensitively: not inside a longer word, nor before or after an
+    apostrophe that continues it ("Rovers" in "the Rovers' ground" is not "Rover")."""
+    return re.compile(r"(?<![\w'’])(?:" + "|".join(re.escape(p) for p in phrases) + r")(?![\w'’])", re.I)
+
+
 def has_surrogate(text: str) -> bool:
     """True when `text` holds a lone surrogate: not Unicode text, and SQLite cannot store it."""
     return _SURROGATE.search(text) is not None

@@ -27,6 +27,7 @@ from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape
 from tracecli.query.span import parsed as _parsed
 from tracecli.query.span import settle
+from tracecli.text import whole_words
 
 NOT_ENOUGH = "not enough evidence"
 #: a frame answer must score at least this (`frame_answer`'s scale) to be given instead of the best sentence
@@ -456,7 +457,7 @@ def _names_value(ev: EventNode) -> re.Pattern[str] | None:
     Rovers season ticket is now the Bath one", `_novel`)."""
     words = re.findall(r"[\w'’+-]+", ev.value or "")
     head = words[-1] if words else ""
-    return re.compile(rf"(?i)(?<![\w'’]){re.escape(head)}(?![\w'’])") if len(head) > 1 else None
+    return whole_words(head) if len(head) > 1 else None
 
 
 def _typed_first(valid: list[tuple[EventNode, float]], labels: tuple[str, ...] | None, people: Sequence[str],
@@ -536,7 +537,7 @@ def _value_words(value: str | None) -> re.Pattern[str] | None:
              and len(w) >= 3 and w.lower() not in STOPWORDS]
     if not words:
         return None
-    return re.compile(r"(?<![\w'’])(?:" + "|".join(re.escape(w) for w in words) + r")(?![\w'’])", re.I)
+    return whole_words(*words)
 
 
 #: entity labels of a specific thing a sentence answer may be about (no date, time, count or measure)

@@ -30,6 +30,7 @@ from tracecli.query.frame_answer import asks_role
 from tracecli.query.paths import Graph
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape
+from tracecli.text import whole_words
 
 #: dependency labels of the words that narrow a noun down (kept when a value is widened to its noun phrase)
 _NARROWING = frozenset({"compound", "amod", "nummod", "nmod", "npadvmod", "poss"})
@@ -54,7 +55,7 @@ def locate(doc: Any, value: str) -> Any | None:
     """The tokens of `doc` that spell `value` (case-insensitively, on word boundaries), or None."""
     if not value:
         return None
-    m = re.search(rf"(?i)(?<![\w'’]){re.escape(value)}(?![\w'’])", doc.text)
+    m = whole_words(value).search(doc.text)
     return doc.char_span(m.start(), m.end(), alignment_mode="expand") if m else None
 
 
