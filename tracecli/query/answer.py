@@ -185,8 +185,6 @@ def _known_place(text: str) -> str | None:
 _REDUCED = frozenset({"PERSON", "ORG", "MONEY"})
 
 
-
-
 def _entities(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> list[str]:
     """The distinct entities of `text` with one of `labels`, in order, a currency sign kept ("£180", not "180");
     for COLOR, after them, the colour words with the modifier just before them ("sage green")."""
@@ -624,6 +622,7 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
     answer = _answer(graph, shape, ranked_events, relevance, best_note_cosine, as_of, settings, question, readers)
     if not question:
         return answer
+    labels = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
     if settings.said_over and not answer.abstained and answer.support != "chain" and answer.event_ids \
             and answer.event_ids[0] in graph.events \
             and (shape.wants_current or as_of is not None) and shape.before_event_verb is None \
@@ -633,10 +632,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         newer = None if ev.negated else said_over(graph, ev, value or "", as_of)
         if newer is not None:
             refs = list(newer.source_refs) + [r for r in answer.source_refs if r not in newer.source_refs]
-            answer = event_answer(graph, newer, shape, best_note_cosine, question,
-                                  asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh))
+            answer = event_answer(graph, newer, shape, best_note_cosine, question, labels)
             answer.source_refs = refs
-    labels = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
     focus = _focus_noun(question) if shape.wh in ("what", "which") else None
     return settle(answer, graph, shape, question, settings, labels, focus)
 

@@ -259,7 +259,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
                 if prev is not None and _said_first(prev, stated[0]):
                     return FrameAnswer(prev, named, 0.9, "chain")
         else:
-            latest = _event_with_value(graph, before_value, people, qwords)
+            latest = _event_with_value(graph, before_value, people)
             if latest is not None:
                 prev = predecessor(graph, latest) or replaced_by(graph, latest)
                 if prev is not None:
@@ -394,8 +394,7 @@ def _said_first(a: EventNode, b: EventNode) -> bool:
     return (a.seq, a.sentence_idx) < (b.seq, b.sentence_idx)
 
 
-def _event_with_value(graph: Graph, words: set[str], people: Sequence[str], qwords: set[str]) -> EventNode | None:
+def _event_with_value(graph: Graph, words: set[str], people: Sequence[str]) -> EventNode | None:
     """The latest event of the people named whose value the question names after 'before'."""
-    found = [ev for ev in graph.events.values() if ev.value and not ev.negated and (not people or ev.subject in people)
-             and (vw := set(re.findall(r"\w+", ev.value.lower()))) and len(vw & words) * 2 >= len(vw)]
+    found = _events_with_value(graph, words, people)
     return max(found, key=lambda ev: (ev.seq, ev.sentence_idx)) if found else None

@@ -48,9 +48,6 @@ def parsed(text: str) -> Any:
     return get_nlp()(text)
 
 
-
-
-
 def locate(doc: Any, value: str) -> Any | None:
     """The tokens of `doc` that spell `value` (case-insensitively, on word boundaries), or None."""
     if not value:
