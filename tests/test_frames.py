@@ -64,6 +64,10 @@ def test_novelty_and_negation(nlp) -> None:
     ("finally ditched Three for giffgaff.", ("retract", "Three", "giffgaff")),
     ("The wedding was cancelled.", ("retract", "wedding", None)),
     ("I moved out of the flat on Elm Street", ("retract", "flat", None)),
+    # a sum changed "from X to Y", which the small parser reads as one range
+    ("we bumped the rent from £900 to £975 this year", ("from_to", "900", "975")),
+    # set aside: "on hold" / "on ice"
+    ("Mandarin is on hold till the baby sleeps", ("ended", "Mandarin", None)),
 ])
 def test_constructions(nlp, text: str, expected: tuple) -> None:
     assert expected in cons(nlp, text)

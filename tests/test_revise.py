@@ -56,6 +56,37 @@ def test_a_retracted_value_said_only_in_passing_is_found_in_the_subjects_own_sen
     assert (edge.src, edge.dst) == ("cut", "said")
 
 
+def test_a_substituted_common_noun_is_found_in_a_statement_without_a_frame() -> None:
+    # "the ibuprofen isn't doing much" holds no frame; "from ibuprofen to naproxen" names it as the old value
+    said = ev("said", 1, "", quote="the ibuprofen isn't doing much for my back")
+    said.value = None
+    new = ev("new", 4, "naproxen")
+    frames = [fr(new, "switch to", "thing",
+                 constructions=[{"name": "from_to", "old": "ibuprofen", "old_head": "ibuprofen", "new": "naproxen"}])]
+    [edge] = frame_edges(frames, [said, new], [], None)
+    assert (edge.src, edge.dst) == ("new", "said")
+    # a retraction without a replacement does not reach into such a sentence ("just left the gym" is no change
+    # of "the gym was packed"), nor does a substitution into a question
+    gone = ev("gone", 4, "gym", negated=True)
+    packed = ev("packed", 1, "", quote="the gym was packed tonight")
+    packed.value = None
+    retract = [fr(gone, "retract", "thing", constructions=[{"name": "retract", "old": "gym", "old_head": "gym", "new": ""}])]
+    assert frame_edges(retract, [packed, gone], [], None) == []
+    asked = ev("asked", 1, "", quote="why ibuprofen tho")
+    asked.value = None
+    assert frame_edges(frames, [asked, new], [], None) == []
+
+
+def test_a_retracted_name_run_on_into_the_next_words_is_still_found() -> None:
+    said = ev("said", 1, "", quote="still on Wolf Hall, page 200 of 600")
+    said.value = None
+    cut = ev("cut", 4, "Wolf Hall", negated=True)
+    frames = [fr(cut, "retract", "name", constructions=[{"name": "retract", "old": "Wolf Hall, sorry Hilary",
+                                                         "old_head": "hall", "new": ""}])]
+    [edge] = frame_edges(frames, [said, cut], [], None)
+    assert edge.dst == "said"
+
+
 def test_path_walks_start_from_one_event_per_sentence() -> None:
     from types import SimpleNamespace
 

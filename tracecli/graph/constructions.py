@@ -38,6 +38,8 @@ DEATH_VERBS = ["die", "perish", "vanish", "disappear", "expire"]
 #: adjectives and participles of an ended state ("the trip is off", "the deal is dead")
 ENDED_STATES = ["off", "over", "cancelled", "canceled", "dead", "done", "finished", "gone", "history", "scrapped",
                 "ended", "postponed", "axed", "shelved"]
+#: nouns of the suspended state in "on hold" / "on ice" (the idioms of putting something aside)
+SUSPENDED = ["hold", "ice"]
 #: verbs of exchanging one thing for another (Levin's "exchange verbs" and "verbs of replacing")
 EXCHANGE_VERBS = ["swap", "trade", "exchange", "replace", "substitute", "switch", "change", "upgrade", "downgrade"]
 #: verbs of changing or choosing: a value they introduce is a new state ("switched to", "went with")
@@ -144,7 +146,10 @@ def _token_patterns() -> dict[str, list[list[dict[str, Any]]]]:
                      {"POS": {"IN": ["PROPN", "NOUN", "ADJ", "NUM"]}, "OP": "+"}]],
         # "Japan's off", "the gig is cancelled": the small parser often misreads a contracted copula before these
         "ended_tok": [[{"POS": {"IN": ["PROPN", "NOUN"]}}, {"LOWER": {"IN": ["'s", "’s", "is", "was", "are", "'re", "’re"]}},
-                       {"LOWER": {"IN": ENDED_STATES}}]],
+                       {"LOWER": {"IN": ENDED_STATES}}],
+                      # suspended: "the Japanese is on hold", "the extension's on ice"
+                      [{"POS": {"IN": ["PROPN", "NOUN"]}}, {"LOWER": {"IN": ["'s", "’s", "is", "was", "are", "'re", "’re"]}},
+                       {"LOWER": "on"}, {"LOWER": {"IN": SUSPENDED}}]],
         # "not X anymore", "no more X"
         "not_anymore": [[{"LOWER": {"IN": ["not", "n't", "never"]}}, {"IS_PUNCT": False, "OP": "{0,5}"},
                          {"LOWER": {"IN": ["anymore", "any"]}}]],
@@ -274,6 +279,13 @@ def _loose_from_to(doc: Any) -> list[Construction]:
         verb = frm.head if frm.head.pos_ in ("VERB", "AUX") else frm.head.head if frm.head.dep_ == "dobj" else None
         old = next((g for g in frm.children if g.dep_ == "pobj"), None)
         if verb is None or old is None or old.pos_ == "PRON" or is_hedged(verb) or any(c.dep_ == "neg" for c in verb.children):
+            continue
+        # "from £200 to £350" read as one range: the to-number is the object, the from-number its modifier
+        to = next((c for c in old.children if c.dep_ == "quantmod" and c.lower_ == "to"), None)
+        first = next((c for c in old.children if c.dep_ == "quantmod" and c.like_num and to is not None
+                      and c.i < to.i), None)
+        if first is not None:
+            out.append(Construction("from_to", first.i, old.i, verb.i))
             continue
         for j in range(old.i + 1, min(len(doc), old.i + 1 + _FROM_TO_GAP)):
             to = doc[j]

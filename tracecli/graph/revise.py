@@ -63,6 +63,8 @@ class FrameRec:
 
 
 _WORD = re.compile(r"[a-z0-9]+")
+#: a sentence that asks rather than states ("why spanish tho", "are you still at X?")
+_ASKS = re.compile(r"(?i)\?|^\W*(?:why|what|which|where|when|who|how|are|is|do|does|did)\b")
 
 
 def _words(text: str | None) -> set[str]:
@@ -124,6 +126,7 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
     for f in frames:
         for c in f.constructions:
             old_text, old_head, new_text = c.get("old", ""), c.get("old_head", ""), c.get("new", "")
+            old_text = re.split(r"\s*[,;:!?]\s", old_text)[0]  # "Middlemarch, sorry George Eliot": a phrase run on
             if not old_text:
                 continue
             before = [e for e in by_subject[f.ev.subject] if e.order < (f.ev.seq, 0) and not e.negated]
@@ -135,10 +138,15 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
                 if old_text[:1].isupper():  # a name, said anywhere by the subject
                     said = re.compile(rf"(?<![\w'’]){re.escape(old_text)}(?![\w'’])")
                     target = next((e for e in reversed(before) if e.speaker == f.ev.subject and said.search(e.quote)), None)
-                elif old_head:  # a common noun: only in a statement of the subject's own ("I work at the hospital")
+                elif old_head:  # a common noun or a number: only in a statement of the subject's own ("I work at the
+                    # hospital", "the cetirizine isn't touching it", "£200 a month into the ISA"); a statement without a
+                    # frame counts for a substitution ("from X to Y") when it names every word of the value and asks
+                    # nothing
                     said = re.compile(rf"(?i)(?<![\w'’]){re.escape(old_head)}s?(?![\w'’])")
-                    target = next((e for e in reversed(earlier) if e.frame and e.speaker == f.ev.subject
-                                   and said.search(e.quote)), None)
+                    whole = _words(old_text)
+                    target = next((e for e in reversed(before) if e.speaker == f.ev.subject and said.search(e.quote)
+                                   and (e.frame or (new_text and whole <= _words(e.quote)
+                                                    and not _ASKS.search(e.quote)))), None)
             if target is None:
                 continue
             new = None
