@@ -209,3 +209,17 @@ def test_a_third_persons_change_is_not_the_speakers_revision(nlp) -> None:
     assert [c["old"] for c in constructions("I quit the band")] == ["band"]
     assert [(c["old"], c["new"]) for c in constructions("the conductor moved me from alto to soprano")] == [("alto", "soprano")]
     assert [c["old"] for c in constructions("the Lisbon trip is off")] == ["Lisbon trip"]  # the old value is the subject
+    # someone else changing the speaker's own thing is the speaker's change
+    assert [(c["old"], c["new"]) for c in constructions("the hygienist moved my check-up from June 4th to June 18th")] \
+        == [("June 4th", "June 18th")]
+    assert constructions("the dentist moved her lunch break from noon to 2") == []
+
+
+@pytest.mark.parametrize("text, ended", [
+    ("the trip is off now.", True),
+    ("Japan's off, every penny goes to the deposit", True),
+    ("the plumber is off sick this week", False),  # an absence, not an ended plan
+    ("Sam's off to uni next week", False),  # a departure
+])
+def test_off_ends_a_plan_only_at_the_end_of_its_clause(nlp, text: str, ended: bool) -> None:
+    assert any(c[0] == "ended" for c in cons(nlp, text)) is ended

@@ -41,6 +41,13 @@ def _events(lines: list[tuple[str, str]]) -> list:
     return RuleExtractor(["Alice", "Bob"]).extract_session(messages)
 
 
+def test_a_question_left_unsplit_does_not_hand_the_statement_after_it_to_the_listener() -> None:
+    # chat drops the capital after "?", so the parser reads the question and the statement as one sentence
+    events = _events([("Bob", "could you feed the cat friday? the Vauxhall Corsa is in for its service")])
+    car = next(e for e in events if e.facet == "car")
+    assert (car.subject, car.value) == ("Bob", "Vauxhall Corsa")
+
+
 def test_a_sentence_about_the_listener_is_the_listeners_event() -> None:
     events = _events([("Alice", "We might move to Porto next year."),
                       ("Bob", "Funny you should mention moving."),

@@ -87,7 +87,10 @@ def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
             _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "fall"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"LOWER": {"IN": ["through", "apart"]}}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj"}}),
-            # "the Lisbon trip is off", "the wedding is cancelled"
+        ],
+        # "the Lisbon trip is off", "the wedding is cancelled" (read as "ended"; its own name tells its nodes apart
+        # from the other three-node patterns above)
+        "ended_state": [
             _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "be"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "state",
                       "RIGHT_ATTRS": {"DEP": {"IN": ["acomp", "advmod", "prt", "attr", "prep"]}, "LOWER": {"IN": ENDED_STATES}}},
@@ -234,6 +237,10 @@ def find_constructions(sent: Any) -> list[Construction]:
             continue  # "it's not cancelled" retracts nothing
         if verb_tok is not None and is_hedged(verb_tok):
             continue  # "if I ever quit X", "I might drop X": a possibility retracts nothing
+        if name == "ended_state":
+            if not _ends_here(span_doc, ids["state"]):
+                continue
+            name = "ended"
         key = (name, ids.get("old"), ids.get("new"))
         if key in seen:
             continue
@@ -246,6 +253,8 @@ def find_constructions(sent: Any) -> list[Construction]:
     for match_id, s, e in tok(span_doc):
         name = vocab[match_id]
         if name == "ended_tok":
+            if not _ends_here(span_doc, e - 1):
+                continue
             if not any(c.name == "ended" and c.old == _abs(s, start) for c in out):
                 out.append(Construction("ended", _abs(s, start), None, None))
         elif name == "dismiss":
@@ -257,6 +266,20 @@ def find_constructions(sent: Any) -> list[Construction]:
         elif name == "new_attr":
             out.append(Construction(name, None, _abs(e - 1, start), None))
     return out
+
+
+#: words that may follow an ended state and keep it one ("the trip is off now", "it's off for good")
+_AFTER_ENDED = frozenset({"now", "then", "again", "too", "completely", "entirely", "for", "and", "but", "so", "btw",
+                          "lol", "anyway", "sadly", "unfortunately", "apparently", "officially", "already"})
+
+
+def _ends_here(doc: Any, i: int) -> bool:
+    """Does the state word at `i` end its clause? "off" followed by more words is a place or an absence ("the
+    dentist is off sick", "Sam's off to uni"), not an ended plan."""
+    if doc[i].lower_ != "off" or i + 1 >= len(doc):
+        return True
+    nxt = doc[i + 1]
+    return nxt.is_punct or nxt.lower_ in _AFTER_ENDED
 
 
 #: how many tokens may stand between a from-phrase's object and its "to" in `_loose_from_to`

@@ -405,7 +405,11 @@ class RuleExtractor:
         hits: list[dict[str, Any]] = []
         taken: set[tuple[str, bool]] = set()
         ents = {e.text: e.label_ for e in sent.ents}
-        about_other = other is not None and bool(re.search(r"\b(you|your)\b", text, re.I)) and not re.search(r"\b(i|my|we|our|me)\b", text, re.I)
+        # a question the parser did not split off ("could you do the school run? the Honda Jazz is in for its MOT")
+        # does not make what follows it about the person asked: the statement after the last question mark decides
+        stated = text.rsplit("?", 1)[-1] if "?" in text.rstrip("?") else text
+        about_other = other is not None and bool(re.search(r"\b(you|your)\b", stated, re.I)) \
+            and not re.search(r"\b(i|my|we|our|me)\b", stated, re.I)
         default_subject = other if about_other else speaker
         third_party = _third_party_subject(sent, self.participants)
 

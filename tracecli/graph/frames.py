@@ -838,7 +838,8 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
 def _someone_elses_change(doc: Any, c: Any, speaker: str, other: str | None, participants: Sequence[str]) -> bool:
     """Is the construction's verb said of someone other than the speaker: the other participant ("you quit the
     band"), or a person who is neither ("my friend Hana went from alto to tenor") with no participant as its
-    object ("the director moved me from alto to …" is the speaker's change)? A subject that is the old value
+    object ("the director moved me from alto to …", "the dentist moved my appointment …" are the speaker's
+    changes)? A subject that is the old value
     itself ("the trip is off") is no person."""
     from tracecli.graph.lexicon import answer_class
 
@@ -856,7 +857,9 @@ def _someone_elses_change(doc: Any, c: Any, speaker: str, other: str | None, par
     if not person:
         return False
     obj = next((x for x in verb.children if x.dep_ == "dobj"), None)
-    return obj is None or resolve_person(obj, speaker, other, participants) is None
+    # "the dentist moved my appointment from … to …": the speaker's own thing changed by someone else
+    mine = obj is not None and any(x.dep_ == "poss" and x.lower_ in ("my", "our") for x in obj.subtree)
+    return obj is None or (resolve_person(obj, speaker, other, participants) is None and not mine)
 
 
 def _phrase(doc: Any, i: int, sent: Any) -> tuple[str, str] | None:
