@@ -48,6 +48,12 @@ def test_a_question_left_unsplit_does_not_hand_the_statement_after_it_to_the_lis
     assert (car.subject, car.value) == ("Bob", "Vauxhall Corsa")
 
 
+def test_you_outside_the_main_clause_does_not_make_the_sentence_the_listeners() -> None:
+    # "you" inside a team name, the main clause about the team: the speaker's own facts
+    events = _events([("Bob", "five-a-side update, Kick It Like You Mean It is sitting 2nd in the work league")])
+    assert events and {e.subject for e in events if e.facet} == {"Bob"}
+
+
 def test_a_sentence_about_the_listener_is_the_listeners_event() -> None:
     events = _events([("Alice", "We might move to Porto next year."),
                       ("Bob", "Funny you should mention moving."),

@@ -87,6 +87,28 @@ def test_a_retracted_name_run_on_into_the_next_words_is_still_found() -> None:
     assert edge.dst == "said"
 
 
+def test_a_retracted_name_is_found_by_its_capitalised_words() -> None:
+    # "the Ashford allotment" retracted; it was said as "my allotment in Ashford"
+    said = ev("said", 1, "", quote="my allotment in Ashford is all brambles")
+    said.value = None
+    cut = ev("cut", 4, "Ashford allotment", negated=True)
+    frames = [fr(cut, "retract", "name", constructions=[{"name": "retract", "old": "Ashford allotment",
+                                                         "old_head": "allotment", "new": ""}])]
+    [edge] = frame_edges(frames, [said, cut], [], None)
+    assert edge.dst == "said"
+
+
+def test_a_retraction_ends_every_earlier_statement_of_the_value() -> None:
+    first, again = ev("first", 1, "spin"), ev("again", 3, "spin")
+    quit_ = ev("quit", 6, "spin", negated=True)
+    new = ev("new", 6, "boxing")
+    frames = [fr(first, "do", "thing"), fr(again, "love", "thing"),
+              fr(quit_, "retract", "thing", constructions=[{"name": "retract", "old": "spin", "old_head": "spin", "new": ""}]),
+              fr(new, "start", "thing", verb="start", novelty=True)]
+    edges = frame_edges(frames, [first, again, quit_, new], [], None)
+    assert {(e.src, e.dst) for e in edges if "construction" in e.justification} == {("new", "again"), ("new", "first")}
+
+
 def test_path_walks_start_from_one_event_per_sentence() -> None:
     from types import SimpleNamespace
 

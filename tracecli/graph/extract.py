@@ -177,6 +177,11 @@ def third_person(sent: Any, speaker: str, other: str | None) -> str:
     return re.sub(r"\s+", " ", "".join(out)).strip()
 
 
+def _main_subject(sent: Any) -> Any | None:
+    """The subject of the sentence's main verb, if it has one."""
+    return next((c for c in sent.root.children if c.dep_ in ("nsubj", "nsubjpass", "expl")), None)
+
+
 def _addressed(sent: Any, text: str) -> bool:
     """True when the sentence is about the person spoken to: it opens with you/your, or the subject of its
     main verb is "you" or "your …" ("Funny you should mention moving" is about the listener, not the speaker)."""
@@ -410,6 +415,8 @@ class RuleExtractor:
         stated = text.rsplit("?", 1)[-1] if "?" in text.rstrip("?") else text
         about_other = other is not None and bool(re.search(r"\b(you|your)\b", stated, re.I)) \
             and not re.search(r"\b(i|my|we|our|me)\b", stated, re.I)
+        if about_other and _main_subject(sent) is not None and not _addressed(sent, text):
+            about_other = False  # "date is 8 June, so you better keep it free": the main clause is not about the listener
         default_subject = other if about_other else speaker
         third_party = _third_party_subject(sent, self.participants)
 

@@ -135,9 +135,15 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
             if target is None:
                 # the old value was said in passing, outside any frame ("fed up with Three"): the latest of the
                 # subject's own sentences that names it
-                if old_text[:1].isupper():  # a name, said anywhere by the subject
-                    said = re.compile(rf"(?<![\w'’]){re.escape(old_text)}(?![\w'’])")
-                    target = next((e for e in reversed(before) if e.speaker == f.ev.subject and said.search(e.quote)), None)
+                if old_text[:1].isupper():  # a name, said anywhere by the subject: in full, else by its capitalised
+                    # words ("the Moseley flatshare" said as "my flatshare in Moseley")
+                    names = [w for w in re.findall(r"[\w'’-]+", old_text) if w[:1].isupper() and len(w) > 2]
+                    for pattern in ([old_text], names) if len(names) < len(old_text.split()) else ([old_text],):
+                        said = re.compile("".join(rf"(?=.*(?<![\w'’]){re.escape(w)}(?![\w'’]))" for w in pattern))
+                        target = next((e for e in reversed(before) if e.speaker == f.ev.subject
+                                       and said.match(e.quote)), None)
+                        if target is not None:
+                            break
                 elif old_head:  # a common noun or a number: only in a statement of the subject's own ("I work at the
                     # hospital", "the cetirizine isn't touching it", "£200 a month into the ISA"); a statement without a
                     # frame counts for a substitution ("from X to Y") when it names every word of the value and asks
@@ -174,6 +180,13 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
             edges.append(EdgeRec(src.id, target.id, "updates", 0.92,
                                  f"{f.ev.subject}: '{src.value}' replaces '{target.value or old_text}' "
                                  f"(found by construction: {c.get('name', '?')})"))
+            # the subject's earlier statements of the retracted value in other messages end with it too (the latest
+            # one is not its only statement: "I do spin on mondays" … "spin was brutal" … "I quit spin")
+            for e in earlier:
+                if e.id != target.id and e.seq not in (target.seq, f.ev.seq) and value_matches(old_text, old_head, e):
+                    edges.append(EdgeRec(src.id, e.id, "updates", 0.9,
+                                         f"{f.ev.subject}: '{src.value}' replaces '{e.value}' "
+                                         f"(found by construction: {c.get('name', '?')}, an earlier statement)"))
     return edges
 
 
