@@ -68,9 +68,20 @@ def test_novelty_and_negation(nlp) -> None:
     ("we bumped the rent from £900 to £975 this year", ("from_to", "900", "975")),
     # set aside: "on hold" / "on ice"
     ("Mandarin is on hold till the baby sleeps", ("ended", "Mandarin", None)),
+    # phrasal verbs of leaving a post or a habit
+    ("I've packed in judo for good", ("retract", "judo", None)),
+    ("I handed in my notice at the bakery", ("retract", "bakery", None)),
+    ("I stepped down as club secretary in March", ("retract", "secretary", None)),
+    ("the GP took me off the statins", ("retract", "statins", None)),
+    ("finally closed my Nationwide account", ("retract", "account", None)),
 ])
 def test_constructions(nlp, text: str, expected: tuple) -> None:
     assert expected in cons(nlp, text)
+
+
+@pytest.mark.parametrize("text", ["I took the day off", "I packed the car last night", "I handed the form in at reception"])
+def test_no_retraction_in_literal_uses(nlp, text: str) -> None:
+    assert not any(name == "retract" for name, _, _ in cons(nlp, text))
 
 
 @pytest.mark.parametrize("text", ["I gave her a book", "I sold my bike for £200 to a neighbour"])

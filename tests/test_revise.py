@@ -109,6 +109,17 @@ def test_a_retraction_ends_every_earlier_statement_of_the_value() -> None:
     assert {(e.src, e.dst) for e in edges if "construction" in e.justification} == {("new", "again"), ("new", "first")}
 
 
+def test_an_exchange_parsed_with_the_new_value_inside_the_old_phrase() -> None:
+    # "swapped Tesco for Aldi": the small parser can hang "for Aldi" under "Tesco"
+    old = ev("old", 1, "", quote="the Tesco delivery was late again")
+    old.value = None
+    new = ev("new", 5, "Aldi")
+    frames = [fr(new, "swap for", "org", constructions=[{"name": "exchange", "old": "Tesco for Aldi", "old_head": "tesco",
+                                                         "new": "Aldi"}])]
+    [edge] = frame_edges(frames, [old, new], [], None)
+    assert (edge.src, edge.dst) == ("new", "old")
+
+
 def test_path_walks_start_from_one_event_per_sentence() -> None:
     from types import SimpleNamespace
 

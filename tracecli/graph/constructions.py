@@ -25,7 +25,7 @@ from tracecli.graph.frames import is_hedged
 
 #: verbs of ending, leaving or giving up something (Levin's "verbs of leaving" and "verbs of
 #: abandonment / discarding", plus the common chat verbs of cancelling)
-RETRACT_VERBS = ["quit", "leave", "sell", "drop", "cancel", "abandon", "ditch", "scrap", "dump", "lose", "end",
+RETRACT_VERBS = ["quit", "leave", "sell", "drop", "cancel", "abandon", "ditch", "scrap", "dump", "lose", "end", "close",
                  "stop", "resign", "retire", "axe", "sack", "discontinue", "unsubscribe", "terminate", "call",
                  "give", "break", "move", "get"]
 #: particles that turn the verbs above into verbs of ending ("give up", "call off", "break up", "move out")
@@ -75,6 +75,38 @@ def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"DEP": "prt"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prep", "RIGHT_ATTRS": {"LOWER": {"IN": ["of", "from", "with", "on"]}}},
                      {"LEFT_ID": "prep", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+        ],
+        # phrasal verbs of leaving a post or a habit, each its own pattern (a name "retract~…" is read as "retract"):
+        # "I've packed in five-a-side", "packed the darts in"
+        "retract~pack_in": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "pack", "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "in", "RIGHT_ATTRS": {"LOWER": "in", "DEP": "prep"}},
+                     {"LEFT_ID": "in", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj", **_NOUNISH}}),
+        ],
+        "retract~pack_prt": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "pack", "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "in", "RIGHT_ATTRS": {"LOWER": "in", "DEP": "prt"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "dobj", **_NOUNISH}}),
+        ],
+        # "I handed in my notice at X" (resigning)
+        "retract~notice": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": ["hand", "give", "put"]}, "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "notice", "RIGHT_ATTRS": {"LEMMA": "notice", "DEP": "dobj"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "at", "RIGHT_ATTRS": {"LOWER": {"IN": ["at", "to"]}, "DEP": "prep"}},
+                     {"LEFT_ID": "at", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+        ],
+        # "I stepped down as assistant coach", "stepped back from the committee"
+        "retract~step_down": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "step", "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "dir", "RIGHT_ATTRS": {"LOWER": {"IN": ["down", "back", "away", "aside"]}}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "as", "RIGHT_ATTRS": {"LOWER": {"IN": ["as", "from"]}, "DEP": "prep"}},
+                     {"LEFT_ID": "as", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+        ],
+        # "they took me off ibuprofen", "I came off the pill"
+        "retract~off": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": ["take", "come"]}, "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "off", "RIGHT_ATTRS": {"LOWER": "off", "DEP": "prep"}},
+                     {"LEFT_ID": "off", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj", **_NOUNISH}}),
         ],
         # "X died", "X passed away", "X disappeared"
         "ended": [
@@ -203,6 +235,7 @@ def find_constructions(sent: Any) -> list[Construction]:
         # which pattern of that name matched: the one with as many nodes as tokens matched
         pattern = next(p for p in patterns[name] if len(p) == len(token_ids))
         ids = {node["RIGHT_ID"]: span_doc[i].i for node, i in zip(pattern, token_ids)}
+        name = name.split("~")[0]  # a variant pattern of a construction
         verb_tok = span_doc[ids["verb"]] if "verb" in ids else None
         if name == "retract" and verb_tok is not None:
             lemma = verb_tok.lemma_.lower()
@@ -228,7 +261,8 @@ def find_constructions(sent: Any) -> list[Construction]:
             for c in verb_tok.children:
                 if c.dep_ == "prep" and c.lower_ == "for":
                     pobj = next((g for g in c.children if g.dep_ == "pobj"), None)
-                    if pobj is not None and not pobj.like_num and pobj.ent_type_ not in ("MONEY", "DATE", "TIME", "CARDINAL"):
+                    if pobj is not None and not pobj.like_num and pobj.ent_type_ not in ("MONEY", "DATE", "TIME", "CARDINAL") \
+                            and pobj.lower_ not in _FOR_IDIOMS:
                         ids["new"] = pobj.i
         old_tok = span_doc[ids["old"]] if "old" in ids else None
         if old_tok is not None and (old_tok.pos_ == "PRON" or old_tok.lower_ in ("it", "that", "this", "one", "thing")):
@@ -268,6 +302,8 @@ def find_constructions(sent: Any) -> list[Construction]:
     return out
 
 
+#: objects of "for" in adverbial idioms ("quit for good", "dropped it for now"): no replacement
+_FOR_IDIOMS = frozenset({"good", "now", "ever", "real", "sure", "once", "keeps", "life"})
 #: words that may follow an ended state and keep it one ("the trip is off now", "it's off for good")
 _AFTER_ENDED = frozenset({"now", "then", "again", "too", "completely", "entirely", "for", "and", "but", "so", "btw",
                           "lol", "anyway", "sadly", "unfortunately", "apparently", "officially", "already"})

@@ -127,6 +127,9 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
         for c in f.constructions:
             old_text, old_head, new_text = c.get("old", ""), c.get("old_head", ""), c.get("new", "")
             old_text = re.split(r"\s*[,;:!?]\s", old_text)[0]  # "Middlemarch, sorry George Eliot": a phrase run on
+            if new_text and old_text.endswith(new_text) and old_text != new_text:
+                # "traded HelloFresh for Gousto" parsed with the for-phrase inside the old value's phrase
+                old_text = re.sub(r"\s+(?:for|with|to|into|by)\s*$", "", old_text[: -len(new_text)].rstrip())
             if not old_text:
                 continue
             before = [e for e in by_subject[f.ev.subject] if e.order < (f.ev.seq, 0) and not e.negated]
