@@ -447,3 +447,20 @@ def test_a_noun_the_question_word_determines_asks_for_a_job_only_in_its_first_se
     assert asks_role("What job does Noor have?") and asks_role("What is Noor's profession?")
     assert asks_role("What does Noor do for work?")
     assert not asks_role("What sport does Noor play these days?")  # a sport; its occupation sense is its second
+
+
+def test_when_a_habit_happens_is_the_time_the_sentence_names_not_the_day_it_was_said():
+    # the entity reader cuts "Saturday mornings" to "Saturday" and "every other Sunday" to "other Sunday"
+    for quote, want in [("off to pottery, it's Saturday mornings at the new studio", "Saturday mornings"),
+                        ("so my slot's Saturday at 10 now instead of thursdays", "Saturday at 10"),
+                        ("swimming is every other Sunday now btw", "every other Sunday"),
+                        ("it's Friday 30th, we do the last Friday of the month now", "the last Friday of the month")]:
+        ev = _ev("a", 3, quote)
+        question = "When does Noor go these days?"
+        ans = answer_offline(_graph(ev), shape_of(question, ["Noor"], None), [(ev, 0.8)], {"a": 0.8}, 0.9, None,
+                             AskSettings(), question)
+        assert ans.text == want, quote
+    # a date the sentence names and the graph did not resolve is that date, not the day the message was sent
+    exam = _ev("e", 3, "stats exam is on 14 March")
+    assert extract_value(_graph(exam), exam, shape_of("When is Noor's exam?", ["Noor"], None), "When is Noor's exam?") \
+        == "14 March"

@@ -159,6 +159,53 @@ def _known_later(graph: Graph, shape: QueryShape, as_of: str) -> bool:
     return False
 
 
+#: a time expression of something that recurs: a weekday (or its plural), a part of the day, "every …", a clock time
+_RECURRING = re.compile(r"(?i)\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|weekdays?|mornings?|"
+                        r"afternoons?|evenings?|nights?|every|each|daily|weekly|fortnightly|monthly)\b|\d(?::\d\d)?\s*(?:am|pm)\b|"
+                        r"\b\d{1,2}:\d\d\b")
+
+
+def _time_phrase(text: str) -> str | None:
+    """The first date or time expression the sentence names (spaCy's DATE / TIME entities: "Saturday mornings",
+    "every other Sunday", "April 17th"), with a weekday or number in it, or a recurring one."""
+    doc = _parsed(text)
+    found = [_widened_time(doc, ent.start, ent.end) for ent in doc.ents
+             if ent.label_ in ("DATE", "TIME") and (_RECURRING.search(ent.text) or any(c.isdigit() for c in ent.text)
+                                                   or _WEEKDAYS_MONTHS.search(ent.text))]
+    # a habit over a single day when the sentence names both ("Friday 30th, we do the last Friday of the month now")
+    return next((t for t in found if _HABIT.search(t)), found[0] if found else None)
+
+
+#: a time expression that states a habit: "every …", "the last … of the month", a plural weekday, a part of the day
+_HABIT = re.compile(r"(?i)\b(?:every|each|other|alternate|of the (?:month|week)|(?:mon|tues|wednes|thurs|fri|satur|sun)days|"
+                    r"mornings|afternoons|evenings|nights|weekends)\b")
+#: words that open a recurring time before the day the entity reader found ("every other Sunday", "the last Friday")
+_TIME_BEFORE = frozenset({"every", "each", "other", "alternate", "last", "first", "second", "third", "fourth"})
+#: parts of the day that follow it ("Saturday mornings", "Wednesday evenings")
+_DAY_PARTS = frozenset({"morning", "mornings", "afternoon", "afternoons", "evening", "evenings", "night", "nights",
+                        "lunchtime", "lunchtimes"})
+
+
+def _widened_time(doc: Any, start: int, end: int) -> str:
+    """The time expression around tokens [start, end): with the words that make it recur before it and a part of
+    the day, a clock time ("at 10") or "of the month" after it, which the entity reader leaves out."""
+    while start > 0 and doc[start - 1].lower_ in _TIME_BEFORE:
+        start -= 1
+    while end < len(doc) and doc[end].lower_ in _DAY_PARTS:
+        end += 1
+    if end + 1 < len(doc) and doc[end].lower_ == "at" and doc[end + 1].like_num:
+        end += 2
+        if end < len(doc) and doc[end].lower_ in ("am", "pm", "o'clock"):
+            end += 1
+    if end + 2 < len(doc) and doc[end].lower_ == "of" and doc[end + 1].lower_ == "the" \
+            and doc[end + 2].lower_ in ("month", "week", "year"):
+        end += 3
+    return doc[start:end].text
+
+
+_WEEKDAYS_MONTHS = re.compile(r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b")
+
+
 def _value_text(ev: EventNode) -> str:
     if ev.negated:
         return f"no longer {ev.value}"
@@ -288,6 +335,9 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape, question: str 
         m = re.search(r"\bbecause\s+(?:of\s+)?(.+)$", ev.quote, re.I)
         return m.group(1).rstrip(".!") if m else ev.quote
     if shape.wh == "when":
+        said = _time_phrase(ev.quote)
+        if said is not None and (_RECURRING.search(said) or not ev.event_time):
+            return said  # "I go saturday mornings now": the time the sentence names, not the day it was said
         return _when(ev)
     if question and shape.wh != "yesno" and echoes(question, ev.value):
         return ev.quote
@@ -635,6 +685,11 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
             answer = event_answer(graph, newer, shape, best_note_cosine, question, labels)
             answer.source_refs = refs
     focus = _focus_noun(question) if shape.wh in ("what", "which") else None
+    if shape.wh == "when" and not answer.abstained and answer.event_ids and answer.event_ids[0] in graph.events:
+        # a frame's time value cut short by the entity reader ("other Sunday" of "every other Sunday")
+        said = _time_phrase(graph.events[answer.event_ids[0]].quote)
+        if said is not None and answer.text != said and answer.text.lower() in said.lower():
+            answer.text = said
     return settle(answer, graph, shape, question, settings, labels, focus)
 
 
