@@ -464,3 +464,14 @@ def test_when_a_habit_happens_is_the_time_the_sentence_names_not_the_day_it_was_
     exam = _ev("e", 3, "stats exam is on 14 March")
     assert extract_value(_graph(exam), exam, shape_of("When is Noor's exam?", ["Noor"], None), "When is Noor's exam?") \
         == "14 March"
+
+
+def test_a_who_question_moves_up_a_sentence_naming_someone_from_a_wider_margin():
+    vague = _ev("v", 3, "haha yes, the big one is finally sorting my banking.")
+    named = _ev("n", 5, "I've moved everything over to Monzo, closed the old account yesterday")
+    question = "Who does Noor bank with?"
+    ranked = [(vague, 0.75), (named, 0.62)]  # 0.13 apart: outside the usual typed margin, inside the who margin
+    ask = lambda settings: answer_offline(_graph(vague, named), shape_of(question, ["Noor"], None), ranked,  # noqa: E731
+                                         {"v": 0.75, "n": 0.62}, 0.9, None, settings, question).text
+    assert ask(AskSettings()) == "Monzo"
+    assert ask(AskSettings(who_margin=0.0)) != "Monzo"

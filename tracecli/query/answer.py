@@ -509,15 +509,18 @@ def _names_value(ev: EventNode) -> re.Pattern[str] | None:
 
 
 def _typed_first(valid: list[tuple[EventNode, float]], labels: tuple[str, ...] | None, people: Sequence[str],
-                 settings: AskSettings) -> list[tuple[EventNode, float]]:
+                 settings: AskSettings, who: bool = False) -> list[tuple[EventNode, float]]:
     """Move up the best-ranked sentence, nearly as good as the first, that holds a value of the type the question
     word asks for (a place for "where", a person or organisation for "who", a date for "when"): a sentence
     without one cannot answer it, however close its words."""
     if labels is None or not valid:
         return valid
     top = valid[0][1]
+    margin = settings.typed_margin
+    if who and settings.who_margin and not _holds(valid[0][0].quote, labels, people):
+        margin = settings.who_margin  # "Who …?" asks for someone: a sentence naming no one cannot answer it
     for i, (ev, score) in enumerate(valid[:settings.typed_window]):
-        if score < top - settings.typed_margin:
+        if score < top - margin:
             break
         if _holds(ev.quote, labels, people):
             return [valid[i], *valid[:i], *valid[i + 1:]]
@@ -779,7 +782,7 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
         valid = before or valid
     if best is None and valid:
         people = named_people(graph, shape)
-        valid = _typed_first(valid, labels, people, settings)
+        valid = _typed_first(valid, labels, people, settings, who=shape.wh == "who")
         best = valid[0][0]
         if (shape.wants_current and shape.says_now) or as_of is not None or cut is not None:
             topic = readers.between if readers is not None and cut is None and (
