@@ -475,3 +475,23 @@ def test_a_who_question_moves_up_a_sentence_naming_someone_from_a_wider_margin()
                                          {"v": 0.75, "n": 0.62}, 0.9, None, settings, question).text
     assert ask(AskSettings()) == "Monzo"
     assert ask(AskSettings(who_margin=0.0)) != "Monzo"
+
+
+def test_a_facet_answer_gives_way_to_the_best_sentence_said_later_naming_something_else():
+    old = _ev("f", 2, "the Fiesta failed its MOT again", value="Fiesta", facet="car")
+    question = "What car does Noor drive?"
+    shape = shape_of(question, ["Noor"], None)
+    assert "car" in shape.facets
+
+    def ask(top: EventNode, settings: AskSettings = AskSettings()) -> str:
+        ranked = [(top, 0.8), (old, 0.7)]
+        return answer_offline(_graph(old, top), shape, ranked, {"f": 0.7, top.id: 0.8}, 0.9, None, settings,
+                              question).text
+
+    later = _ev("y", 6, "took the Yaris up to my mum's yesterday, so smooth on the motorway")
+    assert "Yaris" in ask(later)
+    assert ask(later, AskSettings(top_later=False)) == "Fiesta"
+    # not when the later sentence names the answer's value, muses, or comes first
+    assert ask(_ev("m", 6, "the Fiesta is making a noise like a kettle")) == "Fiesta"
+    assert ask(_ev("h", 6, "if I ever got a Yaris I'd never drive anything else")) == "Fiesta"
+    assert ask(_ev("e", 1, "took the Yaris up to my mum's yesterday")) == "Fiesta"

@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from tracecli.graph.dates import format_date
-from tracecli.query.frame_answer import asked_noun_token, asks_role, before_cut, parse_question, said_before
+from tracecli.query.frame_answer import _holds_role, asked_noun_token, asks_role, before_cut, parse_question, said_before
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape
@@ -667,6 +667,31 @@ def said_over(graph: Graph, ev: EventNode, value: str, as_of: str | None) -> Eve
     return found
 
 
+def _top_said_later(top: EventNode, ev: EventNode, value: str, as_of: str | None) -> EventNode | None:
+    """The sentence that answers the question best, when the same person said it after the frame or facet answer
+    `ev`, it names something specific and not the answer's value, and states rather than asks or muses: the fact as
+    said later, in other words than the frame or facet reader caught (an implicit revision read at query time)."""
+    if top.id == ev.id or top.subject != ev.subject or top.speaker not in (None, ev.subject) or top.negated \
+            or top.conversation_id != ev.conversation_id or _order(top) <= _order(ev) or top.validity_at(as_of) <= 0 \
+            or (as_of is not None and top.time_anchor and top.time_anchor > as_of):
+        return None
+    names = _value_words(value)
+    if (names is not None and names.search(top.quote)) or _hedged(top) or not _holds_value(top.quote):
+        return None
+    return top
+
+
+def _hedged(ev: EventNode) -> bool:
+    """Is the sentence a question or a possibility ("if I ever …", "thinking of …") rather than a statement?"""
+    if ev.frame is not None and "hedged" in ev.frame:
+        return bool(ev.frame["hedged"])
+    if ev.quote.rstrip().endswith("?"):
+        return True
+    from tracecli.graph.frames import is_hedged
+
+    return any(is_hedged(t) for t in _parsed(ev.quote) if t.pos_ in ("VERB", "AUX"))
+
+
 def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],
                    relevance: Mapping[str, float], best_note_cosine: float, as_of: str | None,
                    settings: AskSettings, question: str = "", readers: Readers | None = None) -> Answer:
@@ -683,6 +708,10 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         ev = graph.events[answer.event_ids[0]]
         value = answer.text if answer.text != ev.quote and len(answer.text) < 60 else (_one_value(ev.quote) or ev.value)
         newer = None if ev.negated else said_over(graph, ev, value or "", as_of)
+        if newer is None and settings.top_later and answer.method in ("facet", "frame") and ranked_events \
+                and not ev.negated and not (ev.frame and _holds_role(ev.frame) and asks_role(question)):
+            # (asked for a job, the role someone holds is not replaced by whatever else they say later)
+            newer = _top_said_later(ranked_events[0][0], ev, value or "", as_of)
         if newer is not None:
             refs = list(newer.source_refs) + [r for r in answer.source_refs if r not in newer.source_refs]
             answer = event_answer(graph, newer, shape, best_note_cosine, question, labels)
