@@ -708,8 +708,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         ev = graph.events[answer.event_ids[0]]
         value = answer.text if answer.text != ev.quote and len(answer.text) < 60 else (_one_value(ev.quote) or ev.value)
         newer = None if ev.negated else said_over(graph, ev, value or "", as_of)
-        if newer is None and settings.top_later and answer.method in ("facet", "frame") and ranked_events \
-                and not ev.negated and not (ev.frame and _holds_role(ev.frame) and asks_role(question)):
+        if newer is None and settings.top_later and as_of is None and answer.method in ("facet", "frame") \
+                and ranked_events and not ev.negated and not (ev.frame and _holds_role(ev.frame) and asks_role(question)):
             # (asked for a job, the role someone holds is not replaced by whatever else they say later)
             newer = _top_said_later(ranked_events[0][0], ev, value or "", as_of)
         if newer is not None:

@@ -114,8 +114,10 @@ class AskSettings:
     # (`answer.said_over`), not after a chain answer, the change told by the sentence naming the value or the one
     # naming what came instead: on the twelve dev sets +11 / −2 valid, 11 fewer stale
     said_over: bool = True
-    # a frame or facet answer gives way to the sentence that answers the question best when the same person said it
-    # later, naming something specific and not the answer's value (`answer._top_said_later`)
+    # asked for the state now, a frame or facet answer gives way to the sentence that answers the question best when
+    # the same person said it later, naming something specific and not the answer's value (`answer._top_said_later`;
+    # sixteen dev sets 984 / 137 → 994 / 132; at an as-of date it answered the sample conversations' as-of questions
+    # with later statements of other facts, so it is not used there)
     top_later: bool = True
     # "before X" is never answered by what came after X: along a chain, X's statements from the first on and only a
     # value said before X first was; a typed facet's value said after X is not the answer (twelve dev sets: +7 / −1
