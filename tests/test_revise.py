@@ -94,6 +94,14 @@ def test_a_retracted_name_is_found_in_a_statement_without_a_frame(quote: str, ol
     assert edge.dst == "said"
 
 
+def test_a_short_retracted_name_is_never_found_in_a_sentence_that_does_not_name_it() -> None:
+    # "I sold the MG": a name too short to search by its words must not match any sentence at all
+    other = statement("other", 1, "the garden is a total mess this spring")
+    cut = ev("cut", 4, "MG", negated=True)
+    frames = [fr(cut, "retract", "name", constructions=[{"name": "retract", "old": "MG", "old_head": "mg", "new": ""}])]
+    assert frame_edges(frames, [other, cut], [], None) == []
+
+
 def test_a_retraction_ends_every_earlier_statement_of_the_value() -> None:
     first, again = ev("first", 1, "spin"), ev("again", 3, "spin")
     quit_ = ev("quit", 6, "spin", negated=True)

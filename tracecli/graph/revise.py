@@ -141,7 +141,8 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
                 if old_text[:1].isupper():  # a name, said anywhere by the subject: in full, else by its capitalised
                     # words ("the Moseley flatshare" said as "my flatshare in Moseley")
                     names = [w for w in re.findall(r"[\w'’-]+", old_text) if w[:1].isupper() and len(w) > 2]
-                    for pattern in ([old_text], names) if len(names) < len(old_text.split()) else ([old_text],):
+                    patterns = [[old_text]] + ([names] if names and len(names) < len(old_text.split()) else [])
+                    for pattern in patterns:
                         said = re.compile("".join(rf"(?=.*(?<![\w'’]){re.escape(w)}(?![\w'’]))" for w in pattern))
                         target = next((e for e in reversed(before) if e.speaker == f.ev.subject
                                        and said.match(e.quote)), None)

@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from tracecli.graph.dates import format_date
-from tracecli.query.frame_answer import _holds_role, asked_noun_token, asks_role, before_cut, parse_question, said_before
+from tracecli.query.frame_answer import asked_noun_token, asks_role, before_cut, holds_role, parse_question, said_before
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape
@@ -159,8 +159,10 @@ def _known_later(graph: Graph, shape: QueryShape, as_of: str) -> bool:
     return False
 
 
+#: a weekday's name, the stem of its singular and plural
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 #: a time expression of something that recurs: a weekday (or its plural), a part of the day, "every …", a clock time
-_RECURRING = re.compile(r"(?i)\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|weekdays?|mornings?|"
+_RECURRING = re.compile(rf"(?i)\b(?:{_WEEKDAY}s?|weekends?|weekdays?|mornings?|"
                         r"afternoons?|evenings?|nights?|every|each|daily|weekly|fortnightly|monthly)\b|\d(?::\d\d)?\s*(?:am|pm)\b|"
                         r"\b\d{1,2}:\d\d\b")
 
@@ -171,13 +173,13 @@ def _time_phrase(text: str) -> str | None:
     doc = _parsed(text)
     found = [_widened_time(doc, ent.start, ent.end) for ent in doc.ents
              if ent.label_ in ("DATE", "TIME") and (_RECURRING.search(ent.text) or any(c.isdigit() for c in ent.text)
-                                                   or _WEEKDAYS_MONTHS.search(ent.text))]
+                                                   or _MONTHS.search(ent.text))]
     # a habit over a single day when the sentence names both ("Friday 30th, we do the last Friday of the month now")
     return next((t for t in found if _HABIT.search(t)), found[0] if found else None)
 
 
 #: a time expression that states a habit: "every …", "the last … of the month", a plural weekday, a part of the day
-_HABIT = re.compile(r"(?i)\b(?:every|each|other|alternate|of the (?:month|week)|(?:mon|tues|wednes|thurs|fri|satur|sun)days|"
+_HABIT = re.compile(rf"(?i)\b(?:every|each|other|alternate|of the (?:month|week)|{_WEEKDAY}s|"
                     r"mornings|afternoons|evenings|nights|weekends)\b")
 #: words that open a recurring time before the day the entity reader found ("every other Sunday", "the last Friday")
 _TIME_BEFORE = frozenset({"every", "each", "other", "alternate", "last", "first", "second", "third", "fourth"})
@@ -203,7 +205,8 @@ def _widened_time(doc: Any, start: int, end: int) -> str:
     return doc[start:end].text
 
 
-_WEEKDAYS_MONTHS = re.compile(r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b")
+#: a month's name or its abbreviation
+_MONTHS = re.compile(r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b")
 
 
 def _value_text(ev: EventNode) -> str:
@@ -667,13 +670,13 @@ def said_over(graph: Graph, ev: EventNode, value: str, as_of: str | None) -> Eve
     return found
 
 
-def _top_said_later(top: EventNode, ev: EventNode, value: str, as_of: str | None) -> EventNode | None:
+def _top_said_later(top: EventNode, ev: EventNode, value: str) -> EventNode | None:
     """The sentence that answers the question best, when the same person said it after the frame or facet answer
-    `ev`, it names something specific and not the answer's value, and states rather than asks or muses: the fact as
-    said later, in other words than the frame or facet reader caught (an implicit revision read at query time)."""
+    `ev`, it is valid now, names something specific and not the answer's value, and states rather than asks or
+    muses: the fact as said later, in other words than the frame or facet reader caught (an implicit revision read
+    at query time, for the state now)."""
     if top.id == ev.id or top.subject != ev.subject or top.speaker not in (None, ev.subject) or top.negated \
-            or top.conversation_id != ev.conversation_id or _order(top) <= _order(ev) or top.validity_at(as_of) <= 0 \
-            or (as_of is not None and top.time_anchor and top.time_anchor > as_of):
+            or top.conversation_id != ev.conversation_id or _order(top) <= _order(ev) or top.validity_at(None) <= 0:
         return None
     names = _value_words(value)
     if (names is not None and names.search(top.quote)) or _hedged(top) or not _holds_value(top.quote):
@@ -709,9 +712,9 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         value = answer.text if answer.text != ev.quote and len(answer.text) < 60 else (_one_value(ev.quote) or ev.value)
         newer = None if ev.negated else said_over(graph, ev, value or "", as_of)
         if newer is None and settings.top_later and as_of is None and answer.method in ("facet", "frame") \
-                and ranked_events and not ev.negated and not (ev.frame and _holds_role(ev.frame) and asks_role(question)):
+                and ranked_events and not ev.negated and not (ev.frame and holds_role(ev.frame) and asks_role(question)):
             # (asked for a job, the role someone holds is not replaced by whatever else they say later)
-            newer = _top_said_later(ranked_events[0][0], ev, value or "", as_of)
+            newer = _top_said_later(ranked_events[0][0], ev, value or "")
         if newer is not None:
             refs = list(newer.source_refs) + [r for r in answer.source_refs if r not in newer.source_refs]
             answer = event_answer(graph, newer, shape, best_note_cosine, question, labels)

@@ -101,7 +101,7 @@ def asks_role(question: str) -> bool:
     return False
 
 
-def _holds_role(frame: Mapping[str, Any]) -> bool:
+def holds_role(frame: Mapping[str, Any]) -> bool:
     """A frame that puts its subject in a role ("I'm a nurse", "works as a baker", "firefighter life") whose value
     is a role noun (`tracecli.graph.lexicon.is_role`)."""
     from tracecli.graph.lexicon import is_role
@@ -236,7 +236,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             continue  # the question names this value: it is not the answer (unless "before X", below)
         key = _key_words(frame)
         key_hit = len(key & qwords) / len(key) if key else 0.0
-        if role and _holds_role(frame) and ev.speaker in (None, ev.subject):
+        if role and holds_role(frame) and ev.speaker in (None, ev.subject):
             cands.append(_Cand(ev, frame, 1.0, True, relevance.get(ev.id, 0.0)))
             continue  # "What is Noor's job?" is answered by the role Noor holds, a person noun ("firefighter"), as
             # Noor says it: what others call someone ("you're a hero") is praise more often than a job
