@@ -82,6 +82,17 @@ def test_a_substituted_common_noun_is_found_in_a_statement_without_a_frame() -> 
     assert frame_edges(frames, [asked, new], [], None) == []
 
 
+def test_a_description_of_the_subject_is_not_the_old_value_it_mentions_in_passing() -> None:
+    # "being a baker with early starts …" then "swapped my early with Tariq": the role is not what was swapped
+    role = ev("role", 1, "baker", quote="being a baker with early starts is a juggle")
+    role.frame = {"key": "be", "head": "baker"}
+    swap = ev("swap", 4, "Tariq")
+    frames = [fr(role, "be", "thing", copular=True),
+              fr(swap, "swap", "person", constructions=[{"name": "exchange", "old": "my early", "old_head": "early",
+                                                         "new": "Tariq"}])]
+    assert [e for e in frame_edges(frames, [role, swap], [], None) if e.dst == "role"] == []
+
+
 @pytest.mark.parametrize("quote, old, head", [
     ("still on Wolf Hall, page 200 of 600", "Wolf Hall, sorry Hilary", "hall"),  # a phrase run on past the name
     ("my allotment in Ashford is all brambles", "Ashford allotment", "allotment"),  # said by its capitalised word

@@ -57,6 +57,52 @@ def test_roles_that_are_not_the_speakers(text: str):
     assert ("Ines", "florist") not in _roles(text) and ("Ines", "plumber") not in _roles(text)
 
 
+@pytest.mark.parametrize("text, role", [
+    ("twelve years as a locksmith and I still get locked out", "locksmith"),   # "as a X" after a verbless phrase
+    ("Christmas Eve as a midwife is a special kind of busy", "midwife"),
+    ("as your resident electrician I say no to that socket", "electrician"),   # "as your X": the verb reader's
+    ("so many forms today. the life of a social worker", "social worker"),
+    ("honestly being a carpenter in winter is brutal", "carpenter"),           # a gerund with no subject of its own
+    ("as a postman my step count is silly", "postman"),                        # fronted before its clause
+    ("As a plumber I can tell you that's bad", "plumber"),
+    ("it's literally my job as a dental nurse", "dental nurse"),                 # after the speaker's occupation noun
+    ("I'm 41 and a librarian, so yes", "librarian"),                           # joined to a copular complement
+    ("I'm a radiographer tariq, I've seen things", "radiographer"),            # the addressee's name is said to them
+])
+def test_a_role_held_in_a_construction_with_its_article(text: str, role: str):
+    assert any(subject == "Ines" and value.endswith(role) and "tariq" not in value for subject, value in _roles_in(text)), \
+        _roles_in(text)
+
+
+def test_a_role_is_read_whole_and_alone():
+    assert ("Ines", "night-shift nurse") in _roles_in("ten years as a night-shift nurse and still tired")
+    # what follows the role is not part of it
+    assert ("Ines", "sound engineer") in _roles_in("dead til summer, being a sound engineer in april is no fun")
+
+
+@pytest.mark.parametrize("text, word", [
+    ("genius. why didn't I think of that", "genius"),                 # a one-word reply judges the other's idea
+    ("legend. send me the photos", "legend"),
+    ("surgeon!! when did that happen", "surgeon"),
+    ("so adult", "adult"),                                            # a degree makes it a quality
+    ("DOCTOR TARIQ", "doctor"),                                       # a title before a name
+    ("my gran tells everyone I'm a 'lawyer' now", "lawyer"),          # said at a distance, in quotation marks
+    ("if I ever moved to Bergen I'd become a fisherman", "fisherman"),  # an unreal condition
+    ("I see him as a mentor really", "mentor"),                       # the object's role, not the speaker's
+    ("as a nurse, she knows best", "nurse"),                          # a fronted role of someone else's clause
+    ("her job as a nurse is hard", "nurse"),
+])
+def test_words_for_a_person_that_hold_no_role_of_the_speakers(text: str, word: str):
+    assert all(word not in value.lower() for subject, value in _roles_in(text) if subject == "Ines"), _roles_in(text)
+
+
+def _roles_in(text: str) -> list[tuple[str, str]]:
+    """The roles every sentence of a message gives (a message's sentences are read one by one, as build-graph does)."""
+    doc = get_nlp()(text)
+    return [(f.subject, f.value) for f in read_frames(doc[:], "Ines", "Tariq", ["Ines", "Tariq"])
+            if (f.key == "be" or f.key.endswith(" as")) and not f.hedged]
+
+
 def test_which_questions_ask_for_a_role():
     for q in ("What does Ines do for a living?", "What is Ines's profession?", "What is Ines's job?",
               "What does Ines do for work?", "What kind of work does Ines do?"):
@@ -78,6 +124,8 @@ def asker(tmp_path_factory: pytest.TempPathFactory, embedder: Any):
     ("What does Tariq do for a living?", "dental nurse", "s1-m6"),
 ])
 def test_a_job_question_answers_the_role_not_the_employer(asker: Asker, question: str, role: str, ref: str):
+    # later, Tariq's one-word praise ("hero.") and Ines saying Tariq's role back to him ("dental nurse problems")
+    # hold no role of their own
     res = asker.ask(question, store_answer=False)
     assert res.answer == role and any(r.endswith(ref) for r in res.source_refs)
     assert "plumber" not in res.answer  # Tariq's cousin's job

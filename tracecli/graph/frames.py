@@ -303,8 +303,11 @@ def _frame(subject: str, key: str, head_tok: Any, sent: Any, *, verb: Any | None
     if not key:
         return None
     past = verb is not None and verb.tag_ in ("VBD", "VBN") and not any(c.dep_ == "aux" and c.lower_ in ("have", "'ve", "’ve", "has") for c in verb.children)
+    # a common noun in quotation marks is said at a distance ("telling her friends I'm a 'banker' now"), not held
+    quoted = head_tok.pos_ == "NOUN" and text.islower() and 0 < start and end < len(sent.text) \
+        and sent.text[start - 1] in _QUOTES and sent.text[end] in _QUOTES
     return Frame(subject=subject, key=key, value=text, head=(head_tok.lemma_ or head_tok.text).lower(), vtype=value_type(toks, text),
-                 hedged=verb is not None and is_hedged(verb),
+                 hedged=quoted or (verb is not None and is_hedged(verb)),
                  negated=_negated(verb) if verb is not None else False,
                  novelty=_novel(verb, toks) if verb is not None else any(t.lower_ in NOVELTY_WORDS for t in sent),
                  copular=copular, past=past, verb=(verb.lemma_.lower() if verb is not None and not copular else ""),
@@ -313,6 +316,8 @@ def _frame(subject: str, key: str, head_tok: Any, sent: Any, *, verb: Any | None
 
 #: modal verbs of possibility and the verbs of considering: what they introduce is not (yet) a fact
 _MODALS = frozenset("might may could would should maybe".split())
+#: quotation marks, straight and curly
+_QUOTES = "'\"‘’“”"
 _CONSIDER = frozenset("think consider wonder dream imagine debate weigh".split())
 
 
@@ -324,6 +329,10 @@ def is_hedged(verb: Any) -> bool:
             return True
         if any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in v.children):
             return True
+        if any(c.dep_ == "advcl" and c.tag_ == "VBD" and any(m.dep_ == "mark" and m.lower_ == "if" for m in c.children)
+               for c in v.children):
+            return True  # the main clause of an unreal condition ("if I ever moved to Oslo I'd become a referee"); a
+            # real one is often only a relevance ("the code is 4417 if you ever need it")
         lemma = (v.lemma_ or "").lower()
         if lemma in _CONSIDER and (lemma != "think" or v.tag_ == "VBG"
                                    or any(c.dep_ == "prep" and c.lower_ in ("of", "about") for c in v.children)):
@@ -399,6 +408,8 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
         if lemma == "be" and subj_tok is None and tok.tag_ == "VBG":
             # "being a paralegal means …": a non-finite clause whose understood subject is the speaker
             comp = next((c for c in tok.children if c.dep_ in ("attr", "acomp") and c.pos_ in ("NOUN", "ADJ", "PROPN", "NUM")), None)
+            if comp is not None and comp.dep_ == "attr" and comp.pos_ == "NOUN" and _is_role_word(comp):
+                continue  # a role: `_role_frames` reads it, the role alone ("being a sound engineer in april")
             f = _frame(speaker, "be", comp, sent, verb=tok, copular=True) if comp is not None else None
             if f is not None:
                 frames.append(f)
@@ -426,8 +437,12 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
         for c in tok.children:
             if c.dep_ in ("dobj", "attr", "oprd", "dative") and c.dep_ != "dative":
                 args.append((key, c))
+        person_object = next((c.i for c in tok.children if c.dep_ == "dobj" and (
+            (c.pos_ == "PRON" and c.lower_ not in ("it", "this", "that")) or c.ent_type_ == "PERSON")), None)
         for c in tok.children:
             if c.dep_ == "prep" and c.lower_ in VALUE_PREPS:
+                if c.lower_ == "as" and person_object is not None and c.i > person_object:
+                    continue  # "I see him as a mentor": the as-phrase is the object's
                 pobj = _pobj(c)
                 if pobj is not None:
                     args.append((f"{key} {c.lower_}", pobj))
@@ -459,7 +474,19 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
         frames.extend(_fragment_frames(sent, speaker))
     frames.extend(_role_frames(sent, speaker, other, participants))
     seen: set[tuple[str, str, str]] = set()  # one hyphenated word split into sibling objects gives one frame
+    frames = [_without_vocative(f, participants) for f in frames]
     return [f for f in frames if (f.subject, f.key, f.value) not in seen and not seen.add((f.subject, f.key, f.value))]
+
+
+def _without_vocative(f: Frame, participants: Sequence[str]) -> Frame:
+    """A participant's name ending a common-noun value is said to them, not part of it ("I'm a radiographer mateo,
+    I've seen things")."""
+    words = f.value.split()
+    if len(words) < 2 or words[-1].lower() not in {p.split()[0].lower() for p in participants if p} \
+            or not words[0].islower():
+        return f
+    value = f.value[: f.value.rindex(words[-1])].rstrip(" ,")
+    return replace(f, value=value, end=f.start + len(value), value_tokens=f.value_tokens[:-1] or f.value_tokens)
 
 
 #: prepositions that place the object of a verb in a state ("moved me to the Friday rota", "put me on an inhaler")
@@ -501,6 +528,8 @@ def _fragment_frames(sent: Any, speaker: str) -> list[Frame]:
     return [f] if f is not None else []
 
 
+#: degree adverbs: what they modify is a quality that comes in degrees, not a role ("so adult", "such a hero")
+_DEGREE = frozenset("so such very too really quite pretty totally utterly absolutely proper".split())
 #: where a bare noun phrase stands on its own in chat ("tree surgeon, not gardener", "firefighter life")
 _BARE_NP_DEPS = ("ROOT", "appos", "npadvmod", "dep")
 
@@ -519,22 +548,31 @@ def _role_frames(sent: Any, speaker: str, other: str | None, participants: Seque
                 or (tok.text[:1].isupper() and tok.i != sent.start) \
                 or not is_role(tok.lemma_ if tok.pos_ == "NOUN" else tok.lower_, adjective=tok.pos_ == "ADJ"):
             continue  # one role, a common noun: a plural is a group, a capitalised word mid-sentence a name
+        held = _held_role(tok, speaker, other, participants)
+        if held is not None:  # "eight years as a sommelier", "the life of a dental hygienist"
+            if held:
+                f = _frame(held, "be", tok, sent, verb=None, copular=True)
+                if f is not None:
+                    out.append(_role_span(f, tok, sent))
+            continue
         if any(c.dep_ in ("det", "poss", "relcl", "acl") or c.ent_type_ in ("DATE", "TIME")
                or (c.dep_ == "compound" and c.pos_ == "PRON") for c in tok.children) \
                 or (tok.i > sent.start and tok.nbor(-1).lower_ in ("not", "no", "never", "ex", "former", "mr", "mrs", "ms")):
             continue  # someone else's ("the nurse"), not theirs ("not gardener"), an appointment ("plumber tomorrow"),
             # a form of address ("mr mechanic"), or a thing of that kind ("something vegan")
-        if tok.dep_ == "ROOT" and len([t for t in sent if not t.is_punct]) == 1:
-            continue  # a one-word reply ("genius") judges what the other said
+        if tok.dep_ == "ROOT" and len([t for t in tok.sent if not t.is_punct]) == 1:
+            continue  # a one-word reply ("genius", "hero. bring the car round") judges what the other said
+        if any(c.dep_ == "advmod" and c.lower_ in _DEGREE for c in tok.children):
+            continue  # a degree makes it a quality ("so adult"), not a role held
         holder: str | None = speaker
         if tok.dep_ in ("ccomp", "oprd", "xcomp"):  # "made me team captain"
             obj = next((c for c in tok.children if c.dep_ in ("nsubj", "dobj")), None)  # the small clause's subject
             holder = resolve_person(obj, speaker, other, participants) if obj is not None else None
         elif tok.dep_ in ("compound", "amod"):
             head = tok.head
-            if head.pos_ != "NOUN" or head.dep_ not in (*_BARE_NP_DEPS, "conj") \
+            if head.pos_ != "NOUN" or head.dep_ not in (*_BARE_NP_DEPS, "conj") or head.text[:1].isupper() \
                     or any(c.dep_ in ("det", "poss") for c in head.children):
-                continue
+                continue  # (before a capitalised word, a title: "PROFESSOR TEVITA")
         elif tok.dep_ not in _BARE_NP_DEPS or tok.pos_ != "NOUN":
             continue
         if holder is None:
@@ -546,14 +584,73 @@ def _role_frames(sent: Any, speaker: str, other: str | None, participants: Seque
     return [f for f in out if not any(set(f.value_tokens) < set(g.value_tokens) for g in out)]
 
 
+def _is_role_word(tok: Any) -> bool:
+    from tracecli.graph.lexicon import is_role
+
+    return is_role(tok.lemma_ or tok.text)
+
+
+def _held_role(tok: Any, speaker: str, other: str | None, participants: Sequence[str]) -> str | None:
+    """The speaker, when a role said with its article is held in a construction of holding one: "as a X" after a
+    noun phrase ("eight years as a sommelier", "NYE as a paramedic is chaos"), before its clause ("as a bus driver,
+    my step count is …") or after an occupation noun of the speaker's ("my job as a dental nurse"); "the life of a
+    X" (like "X life"); "being a X" without a subject of its own ("being a sound engineer in april is …": the role
+    without what follows it); and a role joined to the speaker's copular complement ("I'm 38 and a librarian").
+    After a verb, "as a X" is the verb reader's ("I work as a translator"; "I see him as a mentor" is no role of
+    the speaker's). None when `tok` is in no such construction, "" when it is but names someone
+    else's role ("as his nurse", "as a nurse, she …")."""
+    from tracecli.graph.lexicon import is_occupation
+
+    if tok.dep_ == "attr" and tok.head.lemma_ == "be" and tok.head.tag_ == "VBG" \
+            and not any(c.dep_ in ("nsubj", "nsubjpass") for c in tok.head.children):
+        return "" if _negated(tok.head) else speaker  # "being a sound engineer in april is …" (the role alone)
+    if tok.dep_ == "conj" and tok.head.dep_ in ("attr", "acomp") and tok.head.head.lemma_ == "be":
+        subj = next((c for c in tok.head.head.children if c.dep_ == "nsubj"), None)
+        return speaker if subj is not None and resolve_person(subj, speaker, other, participants) == speaker else None
+    if tok.dep_ != "pobj" or tok.head.dep_ != "prep" or tok.pos_ != "NOUN":
+        return None
+    prep, anchor = tok.head, tok.head.head
+    if prep.lower_ == "of" and anchor.lemma_ == "life" and anchor.dep_ in _BARE_NP_DEPS:
+        held = True
+    elif prep.lower_ != "as":
+        held = False
+    elif anchor.pos_ in ("NOUN", "PROPN", "NUM"):
+        # a verbless phrase, or the speaker's own occupation noun ("my job as a dental nurse")
+        held = anchor.dep_ in (*_BARE_NP_DEPS, "nsubj") or (
+            is_occupation(anchor.lemma_) and any(c.dep_ == "poss" and c.lower_ == "my" for c in anchor.children))
+    elif anchor.pos_ in ("VERB", "AUX") and prep.i < anchor.i:
+        # fronted before its clause: the speaker's, unless the clause is about another person
+        subj = next((c for c in anchor.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is None or subj.i < prep.i:
+            return None
+        if resolve_person(subj, speaker, other, participants) not in (None, speaker) \
+                or subj.lower_ in ("he", "she", "they") or subj.ent_type_ == "PERSON":
+            return ""
+        # (with the speaker as its subject, the verb reader reads it: "as a plumber I can tell you" → 'tell as')
+        held = subj.lower_ == "it" or any(c.dep_ == "poss" and c.lower_ == "my" for c in subj.children)
+    else:
+        held = False
+    if not held:
+        return None
+    return "" if any(c.dep_ == "poss" and c.lower_ not in ("your", "my") for c in tok.children) else speaker
+
+
 def _role_span(f: Frame, tok: Any, sent: Any) -> Frame:
     """The role with the modifiers just before it, wherever the parser attached them ("freelance electrician")."""
     first = tok
-    while first.i > sent.start and first.nbor(-1).pos_ in ("ADJ", "NOUN", "PROPN") and first.nbor(-1).dep_ in ("amod", "compound"):
-        first = first.nbor(-1)
+    while first.i > sent.start:
+        prev = first.nbor(-1)
+        if prev.text == "-" and prev.i > sent.start and prev.nbor(-1).pos_ in ("ADJ", "NOUN"):
+            first = prev.nbor(-1)  # "night-shift nurse"
+        elif prev.pos_ in ("ADJ", "NOUN", "PROPN") and prev.dep_ in ("amod", "compound"):
+            first = prev
+        else:
+            break
     start = first.idx - sent.start_char
     end = tok.idx + len(tok.text) - sent.start_char
-    return replace(f, value=sent.text[start:end], start=start, end=end, value_tokens=tuple(range(first.i, tok.i + 1)))
+    value = sent.text[start:end]
+    return replace(f, value=value, start=start, end=end, value_tokens=tuple(range(first.i, tok.i + 1)),
+                   vtype=value_type(sent.doc[first.i: tok.i + 1], value))
 
 
 def _copular_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, other: str | None,

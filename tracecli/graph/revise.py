@@ -156,7 +156,8 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
                     whole = _words(old_text)
                     target = next((e for e in reversed(before) if e.speaker == f.ev.subject and said.search(e.quote)
                                    and (e.frame or (new_text and whole <= _words(e.quote)
-                                                    and not _ASKS.search(e.quote)))), None)
+                                                    and not _ASKS.search(e.quote)))
+                                   and not _describes_other(e, old_text, old_head)), None)
             if target is None:
                 continue
             new = None
@@ -192,6 +193,12 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
                                          f"{f.ev.subject}: '{src.value}' replaces '{e.value}' "
                                          f"(found by construction: {c.get('name', '?')}, an earlier statement)"))
     return edges
+
+
+def _describes_other(ev: EventRec, old_text: str, old_head: str) -> bool:
+    """Is the event a copular description of its subject ("being a pharmacist with late shifts") whose value is not
+    the retracted one ("swapped my late with Kamran")? It says what the subject is, not the old value."""
+    return bool(ev.frame and ev.frame.get("key") == "be" and ev.value and not value_matches(old_text, old_head, ev))
 
 
 @lru_cache(maxsize=65536)  # implicit_edges asks for each frame's value once per candidate pair

@@ -112,6 +112,23 @@ def holds_role(frame: Mapping[str, Any]) -> bool:
     return identity and is_role(str(frame.get("head", "")))
 
 
+def _echoes_role(graph: Graph, ev: EventNode, frame: Mapping[str, Any]) -> bool:
+    """Is a verbless role without a word for the speaker ("freelance illustrator problems") the other person's role,
+    said back to them — a role someone else in the conversation said earlier, in words of their own, they hold
+    ("I'm a freelance illustrator")?"""
+    if _says_own(ev, frame):
+        return False
+    head = frame.get("head")
+    return any(o.subject != ev.subject and o.conversation_id == ev.conversation_id and o.frame and holds_role(o.frame)
+               and o.frame.get("head") == head and (o.seq, o.sentence_idx) < (ev.seq, ev.sentence_idx)
+               and _says_own(o, o.frame) for o in graph.events.values())
+
+
+def _says_own(ev: EventNode, frame: Mapping[str, Any]) -> bool:
+    """Does the statement say in words that its fact is the speaker's (a verb, or I / me / my)?"""
+    return bool(frame.get("verb")) or bool(re.search(r"(?i)\b(?:i|i'm|i’m|me|my)\b", ev.quote))
+
+
 def _facet_frame(ev: EventNode) -> dict[str, Any] | None:
     """A typed-facet event read as a frame: its key is the facet's own words ('employer' → 'work employer')."""
     if not ev.facet or not ev.value:
@@ -236,7 +253,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             continue  # the question names this value: it is not the answer (unless "before X", below)
         key = _key_words(frame)
         key_hit = len(key & qwords) / len(key) if key else 0.0
-        if role and holds_role(frame) and ev.speaker in (None, ev.subject):
+        if role and holds_role(frame) and ev.speaker in (None, ev.subject) and not _echoes_role(graph, ev, frame):
             cands.append(_Cand(ev, frame, 1.0, True, relevance.get(ev.id, 0.0)))
             continue  # "What is Noor's job?" is answered by the role Noor holds, a person noun ("firefighter"), as
             # Noor says it: what others call someone ("you're a hero") is praise more often than a job
