@@ -294,6 +294,47 @@ def test_a_sentence_naming_nothing_continues_into_the_value_said_next_in_its_mes
     assert "4410" in answer_offline(_graph(named, code), shape, [(named, 0.8)], {}, 0.9, None, AskSettings(), question).text
 
 
+def test_a_sentence_naming_nothing_continues_into_the_same_persons_very_next_message():
+    said = _ev("s", 5, "got the bike out and could not remember the lock combo for ages")
+    code = _ev("c", 6, "it's 7731 btw, writing it here for future me")
+    question = "What is the combination of Noor's bike lock?"
+    shape = shape_of(question, ["Noor"], None)
+    ans = answer_offline(_graph(said, code), shape, [(said, 0.8)], {}, 0.9, None, AskSettings(), question)
+    assert "7731" in ans.text and ans.event_ids == ["c"]
+    # not a message of someone else's, nor one that is not the very next
+    other = _ev("o", 6, "it's 7731 isn't it", subject="Ivo")
+    other.speaker = "Ivo"
+    assert "7731" not in answer_offline(_graph(said, other), shape, [(said, 0.8)], {}, 0.9, None, AskSettings(),
+                                        question).text
+    late = _ev("c", 9, "it's 7731 btw")
+    assert "7731" not in answer_offline(_graph(said, late), shape, [(said, 0.8)], {}, 0.9, None, AskSettings(),
+                                        question).text
+
+
+def test_a_person_who_asks_the_other_is_answered_by_what_they_say_of_their_own_soon_after():
+    asked = _ev("q", 3, "quick question for the donor drive, what's your blood type")
+    asked.speaker = "Noor"
+    shrug = _ev("x", 4, "no clue honestly", subject="Ivo")
+    shrug.speaker = "Ivo"
+    own = _ev("o", 5, "I'm AB positive, they chase me down the street for it")
+    own.speaker = "Noor"
+    question = "What is Noor's blood type?"
+    graph = _graph(asked, shrug, own)
+    ans = answer_offline(graph, shape_of(question, ["Noor"], None), [(asked, 0.8)], {}, 0.9, None, AskSettings(),
+                         question)
+    assert "AB positive" in ans.text and ans.event_ids == ["o"]
+    off = answer_offline(graph, shape_of(question, ["Noor"], None), [(asked, 0.8)], {}, 0.9, None,
+                         AskSettings(asker_states=False), question)
+    assert off.event_ids == ["q"]
+    # a sentence that names the value is no question, whatever "when you …" it has
+    wifi = _ev("w", 3, "changing the wifi at mine, so when you come over it's thistle-kettle-42")
+    wifi.speaker = "Noor"
+    question = "What is the wifi password at Noor's?"
+    ans = answer_offline(_graph(wifi, shrug, own), shape_of(question, ["Noor"], None), [(wifi, 0.8)], {}, 0.9, None,
+                         AskSettings(), question)
+    assert ans.event_ids == ["w"]
+
+
 def test_a_sentence_naming_the_value_and_stating_another_of_its_kind_is_a_new_version():
     joined = _ev("j", 3, "I volunteer with the Litter Crew on Sundays", value="Litter Crew",
                  frame={"key": "volunteer with", "type": "org", "head": "crew"})
@@ -402,6 +443,24 @@ def test_an_as_of_question_is_answered_by_a_frame_said_by_then_when_the_facet_co
     assert answer_offline(*args, AskSettings(), question).abstained
 
 
+def test_a_facet_stated_later_was_known_by_then_when_its_value_was_named_or_it_is_given_up():
+    question = "Who was Noor working for at that point?"
+    as_of = "2024-03-01T00:00:00Z"
+    shape = shape_of(question, ["Noor"], None)
+    # "Halden can wait" a month before names the employer the later facet states
+    named = _ev("a", 1, "ha, Halden can wait, it's my birthday")
+    later = _ev("b", 5, "had my review at Halden today, all good", value="Halden", facet="employer")
+    args = (_graph(named, later), shape, [(named, 0.8), (later, 0.7)], {"a": 0.8, "b": 0.7}, 0.9, as_of)
+    ans = answer_offline(*args, AskSettings(), question)
+    assert not ans.abstained and "Halden" in ans.text
+    # a later retraction ("quit Halden") says the value held before it
+    quit_ = _ev("q", 5, "I quit Halden today", value="Halden", facet="employer")
+    quit_.negated = True
+    other = _ev("o", 1, "payroll week, send snacks")
+    args = (_graph(other, quit_), shape, [(other, 0.8), (quit_, 0.7)], {"o": 0.8, "q": 0.7}, 0.9, as_of)
+    assert not answer_offline(*args, AskSettings(), question).abstained
+
+
 def test_before_x_is_never_answered_by_what_came_after_x():
     fiesta = _ev("a", 1, "I drive an old Fiesta to work", value="Fiesta", facet="car")
     corsa = _ev("b", 3, "the Corsa's mine now, my brother sold it to me cheap", value="Corsa", facet="car")
@@ -495,3 +554,20 @@ def test_a_facet_answer_gives_way_to_the_best_sentence_said_later_naming_somethi
     assert ask(_ev("m", 6, "the Fiesta is making a noise like a kettle")) == "Fiesta"
     assert ask(_ev("h", 6, "if I ever got a Yaris I'd never drive anything else")) == "Fiesta"
     assert ask(_ev("e", 1, "took the Yaris up to my mum's yesterday")) == "Fiesta"
+
+
+def test_a_name_said_beside_a_noun_answers_only_a_question_about_that_noun():
+    named = _ev("p", 4, "my colleague Pilar went down to four days too", value="Pilar",
+                frame={"key": "colleague", "type": "person", "head": "pilar", "named": True})
+    days = _ev("d", 3, "four-day week approved, Fridays off from october")
+    graph = _graph(named, days)
+    ranked = [(named, 0.8), (days, 0.75)]
+    question = "What is the name of Noor's colleague?"
+    ans = answer_offline(graph, shape_of(question, ["Noor"], None), ranked, {"p": 0.8, "d": 0.75}, 0.9, None,
+                         AskSettings(), question)
+    assert ans.text == "Pilar"
+    question = "Which day does Noor have off?"  # the name's sentence says "days" but the name is no day
+    ranked = [(days, 0.8), (named, 0.78)]
+    ans = answer_offline(graph, shape_of(question, ["Noor"], None), ranked, {"p": 0.78, "d": 0.8}, 0.9, None,
+                         AskSettings(), question)
+    assert "Pilar" not in ans.text and ans.event_ids == ["d"]

@@ -234,3 +234,20 @@ def test_a_third_persons_change_is_not_the_speakers_revision(nlp) -> None:
 ])
 def test_off_ends_a_plan_only_at_the_end_of_its_clause(nlp, text: str, ended: bool) -> None:
     assert any(c[0] == "ended" for c in cons(nlp, text)) is ended
+
+
+@pytest.mark.parametrize("text, key, value", [
+    ("my wife Meera is coming too", "wife", "Meera"),
+    ("my daughter, Ruby, starts ballet in September", "daughter", "Ruby"),
+    ("this is Biscuit, my beagle", "beagle", "Biscuit"),
+    ("oh and Gerald my monstera has a new leaf", "monstera", "Gerald"),
+    ("my physio Dr Lindqvist says no running", "physio", "Dr Lindqvist"),  # the whole name
+])
+def test_a_name_beside_the_speakers_own_noun_names_it(nlp, text: str, key: str, value: str) -> None:
+    assert ("Wren", key, value) in [(f.subject, f.key, f.value) for f in frames(nlp, text)]
+
+
+def test_no_name_from_an_object_before_a_possessed_noun(nlp) -> None:
+    # "told Jo my plan": Jo is who was told, not the plan's name; nor is a participant's name a value of theirs
+    assert not [f for f in frames(nlp, "I told Jo my plan") if f.key == "plan"]
+    assert not [f for f in frames(nlp, "my mate Jonas is useless") if f.value == "Jonas"]

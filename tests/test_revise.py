@@ -37,6 +37,14 @@ def test_several_values_at_once_do_not_revise_without_a_novelty_cue() -> None:
     assert len(implicit_edges([fr(a, "love", "thing"), fr(b, "love", "thing", novelty=True)], None)) == 1
 
 
+def test_names_said_beside_a_noun_never_revise_each_other() -> None:
+    # "my colleague Pilar" … "my new colleague Sam": one of several colleagues, not a replacement
+    a, b = ev("a", 1, "Pilar"), ev("b", 5, "Sam")
+    assert implicit_edges([fr(a, "colleague", "person", named=True),
+                           fr(b, "colleague", "person", named=True, novelty=True)], None) == []
+    assert len(implicit_edges([fr(a, "colleague", "person"), fr(b, "colleague", "person", novelty=True)], None)) == 1
+
+
 def test_another_persons_fact_and_descriptions_never_revise() -> None:
     a, b = ev("a", 1, "Leeds"), ev("b", 5, "York", subject="Jonas")
     assert implicit_edges([fr(a, "live in", "place"), fr(b, "live in", "place")], None) == []
@@ -91,6 +99,14 @@ def test_a_description_of_the_subject_is_not_the_old_value_it_mentions_in_passin
               fr(swap, "swap", "person", constructions=[{"name": "exchange", "old": "my early", "old_head": "early",
                                                          "new": "Tariq"}])]
     assert [e for e in frame_edges(frames, [role, swap], [], None) if e.dst == "role"] == []
+    # nor is a name said beside it ("my cat Pierogi thinks the evenings are hers" … "evenings are dead now")
+    cat = ev("cat", 1, "Pierogi", quote="my cat Pierogi thinks the evenings are hers")
+    cat.frame = {"key": "cat", "head": "pierogi"}
+    dead = ev("dead", 4, "evenings", negated=True)
+    frames = [fr(cat, "cat", "name"),
+              fr(dead, "retract", "thing", constructions=[{"name": "ended", "old": "evenings", "old_head": "evening",
+                                                           "new": ""}])]
+    assert [e for e in frame_edges(frames, [cat, dead], [], None) if e.dst == "cat"] == []
 
 
 @pytest.mark.parametrize("quote, old, head", [

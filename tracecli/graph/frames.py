@@ -70,10 +70,14 @@ class Frame:
     end: int = 0
     value_tokens: tuple[int, ...] = field(default_factory=tuple)
     hedged: bool = False  # a possibility, not a statement: "might move to X", "if I join X", "thinking of X"
+    named: bool = False  # a name said beside the noun it names: "my colleague Pilar" (key 'colleague')
 
     def as_json(self) -> dict[str, Any]:
-        return {"key": self.key, "type": self.vtype, "head": self.head, "novelty": self.novelty,
-                "copular": self.copular, "past": self.past, "verb": self.verb, "hedged": self.hedged}
+        out = {"key": self.key, "type": self.vtype, "head": self.head, "novelty": self.novelty,
+               "copular": self.copular, "past": self.past, "verb": self.verb, "hedged": self.hedged}
+        if self.named:
+            out["named"] = True
+        return out
 
 
 def resolve_person(tok: Any, speaker: str, other: str | None, participants: Sequence[str]) -> str | None:
@@ -473,9 +477,53 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
     if not frames:
         frames.extend(_fragment_frames(sent, speaker))
     frames.extend(_role_frames(sent, speaker, other, participants))
+    frames.extend(_appositive_names(sent, speaker, participants))
     seen: set[tuple[str, str, str]] = set()  # one hyphenated word split into sibling objects gives one frame
     frames = [_without_vocative(f, participants) for f in frames]
     return [f for f in frames if (f.subject, f.key, f.value) not in seen and not seen.add((f.subject, f.key, f.value))]
+
+
+def _appositive_names(sent: Any, speaker: str, participants: Sequence[str]) -> list[Frame]:
+    """A name put beside the speaker's own noun: "my wife Meera", "my daughter, Ruby, starts ballet", "Gerald, my
+    monstera" → (speaker, 'wife', 'Meera'), read like "my wife is called Meera". Not a copular key, so two such
+    names of one noun ("my friend Sam" … "my friend Jo") are not a revision of each other."""
+    out: list[Frame] = []
+    names = {p.split()[0].lower() for p in participants if p}
+    for noun in sent:
+        if noun.pos_ != "NOUN" or noun.tag_ == "NNS" \
+                or not any(c.dep_ == "poss" and c.lower_ in ("my", "our") for c in noun.children):
+            continue
+        name = None
+        mine = next(c for c in noun.children if c.dep_ == "poss")
+        before = noun.doc[mine.i - 1] if mine.i - 1 >= sent.start else None
+        if noun.dep_ == "appos" and noun.head.pos_ == "PROPN":
+            name = noun.head  # "Biscuit, my beagle"
+        elif before is not None and before.pos_ == "PROPN" and mine.i == noun.i - 1 and (
+                before.dep_ in ("dep", "appos")
+                or (before.dep_ == noun.dep_ == "nsubj" and before.head.i == noun.head.i)):
+            name = before  # "Gerald my monstera has a new leaf" (often parsed as two subjects)
+        else:
+            after = noun.nbor(1) if noun.i + 1 < sent.end else None
+            if after is not None and after.text == "," and after.i + 1 < sent.end:
+                after = after.nbor(1)
+            if after is not None and after.pos_ == "PROPN" and (after.dep_ == "appos" and after.head.i == noun.i
+                                                                 or after.i == noun.i + 1):
+                name = after  # "my wife Meera", "my daughter, Ruby,"
+        if name is None or not name.text[:1].isupper() or name.lower_ in names:
+            continue
+        first = name  # the whole run of capitalised words ("Dr Lindqvist", "Clint Yeastwood")
+        while first.i > sent.start and first.nbor(-1).pos_ == "PROPN" and first.nbor(-1).text[:1].isupper() \
+                and first.nbor(-1).i != noun.i:
+            first = first.nbor(-1)
+        last = name
+        while last.i + 1 < sent.end and last.nbor(1).pos_ == "PROPN" and last.nbor(1).text[:1].isupper():
+            last = last.nbor(1)
+        f = _frame(speaker, (noun.lemma_ or noun.text).lower(), name, sent, verb=None, copular=False)
+        if f is not None:
+            start, end = first.idx - sent.start_char, last.idx + len(last.text) - sent.start_char
+            out.append(replace(f, value=sent.text[start:end], start=start, end=end, named=True,
+                               value_tokens=tuple(range(first.i, last.i + 1))))
+    return out
 
 
 def _without_vocative(f: Frame, participants: Sequence[str]) -> Frame:

@@ -53,6 +53,7 @@ class FrameRec:
     copular: bool = False
     verb: str = ""
     hedged: bool = False
+    named: bool = False  # a name said beside the noun it names ("my colleague Pilar")
     constructions: list[dict[str, str]] = field(default_factory=list)
 
     @property
@@ -196,9 +197,13 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
 
 
 def _describes_other(ev: EventRec, old_text: str, old_head: str) -> bool:
-    """Is the event a copular description of its subject ("being a pharmacist with late shifts") whose value is not
-    the retracted one ("swapped my late with Kamran")? It says what the subject is, not the old value."""
-    return bool(ev.frame and ev.frame.get("key") == "be" and ev.value and not value_matches(old_text, old_head, ev))
+    """Does the event state another fact than the retracted value, which its sentence only mentions: a copular
+    description of the subject ("being a pharmacist with late shifts" for "swapped my late with Kamran") or a name
+    where a common noun ended ("my cat Pierogi thinks the evenings are hers" for "evenings are dead")? A role
+    held at the retracted place is not one ("I work as a nurse at the hospital" ends with "I quit the hospital")."""
+    if not ev.frame or not ev.value or value_matches(old_text, old_head, ev):
+        return False
+    return ev.frame.get("key") == "be" or (ev.value[:1].isupper() and not old_text[:1].isupper())
 
 
 @lru_cache(maxsize=65536)  # implicit_edges asks for each frame's value once per candidate pair
@@ -215,7 +220,8 @@ def _vtype_of(frames: Sequence[FrameRec], ev: EventRec) -> str:
 
 def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None) -> list[EdgeRec]:
     """Later frames of the same subject that restate a compatible key with a different value."""
-    ordered = sorted((f for f in frames if not f.ev.negated and not f.hedged and f.key != "retract"),
+    # (a name said beside a noun — "my colleague Pilar", "my new colleague Sam" — is one of several such names)
+    ordered = sorted((f for f in frames if not f.ev.negated and not f.hedged and f.key != "retract" and not f.named),
                      key=lambda f: f.ev.order)
     sims = _key_similarity(ordered, embed)
     earlier = _EarlierFrames()
@@ -333,7 +339,7 @@ def frame_recs(events: Sequence[EventRec]) -> list[FrameRec]:
             continue
         out.append(FrameRec(ev=ev, key=f.get("key", ""), vtype=f.get("type", "thing"), head=f.get("head", ""),
                             novelty=bool(f.get("novelty")), copular=bool(f.get("copular")), verb=f.get("verb", ""),
-                            hedged=bool(f.get("hedged")) or f.get("key") == "it",
+                            hedged=bool(f.get("hedged")) or f.get("key") == "it", named=bool(f.get("named")),
                             constructions=list(f.get("constructions", []))))
     return out
 

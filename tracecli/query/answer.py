@@ -149,13 +149,22 @@ def _singular(word: str) -> str:
 
 
 def _known_later(graph: Graph, shape: QueryShape, as_of: str) -> bool:
+    """Is the asked facet of the named person stated only after `as_of` — and nothing says it held by then: no
+    statement of it is a retraction ("handed my notice in at Deloitte" says Deloitte held before), and its value was
+    not named in anything said by that date ("Deloitte can try", a month earlier)?"""
     people = set(shape.people)
     if not people or not shape.facets:
         return False
     for facet in shape.facets[:1]:
         events = [ev for ev in graph.events.values() if ev.subject in people and _facet_matches(ev, facet)]
         if events and all(ev.time_anchor and ev.time_anchor > as_of for ev in events):
-            return True
+            if any(ev.negated for ev in events):
+                return False
+            names = [p for p in (_value_words(ev.value) for ev in events) if p is not None]
+            conversations = {ev.conversation_id for ev in events}
+            said = [o.quote for o in graph.events.values() if o.conversation_id in conversations
+                    and o.time_anchor and o.time_anchor <= as_of]
+            return not any(p.search(q) for p in names for q in said)
     return False
 
 
@@ -317,10 +326,18 @@ def _holds_value(text: str) -> bool:
 
 def _value_said_next(graph: Graph, ev: EventNode) -> EventNode | None:
     """The next sentence of `ev`'s message that names something specific, when `ev` names nothing: "also the gym
-    lockers need a code and I never remember mine. 5802." — asked "What is the code …?", the value follows."""
+    lockers need a code and I never remember mine. 5802." — asked "What is the code …?", the value follows; or the
+    first sentence of the same person's very next message, chat's way of going on ("took me ten minutes to
+    remember the lock combo" / "it's 4197 btw")."""
     later = sorted((o for o in _same_message(graph, ev) if o.sentence_idx > ev.sentence_idx and o.speaker == ev.speaker),
                    key=lambda o: o.sentence_idx)
-    return next((o for o in later if _holds_value(o.quote)), None)
+    found = next((o for o in later if _holds_value(o.quote)), None)
+    if found is None and not later:
+        following = [o for o in graph.events.values() if o.conversation_id == ev.conversation_id
+                     and o.session_id == ev.session_id and o.seq == ev.seq + 1 and o.speaker == ev.speaker]
+        first = min(following, key=_order) if following else None
+        found = first if first is not None and _holds_value(first.quote) else None
+    return found
 
 
 def _cause_of(graph: Graph, ev: EventNode) -> EventNode | None:
@@ -551,6 +568,23 @@ def _asks(ev: EventNode, people: Sequence[str] = ()) -> str | None:
         return ev.subject
     others = [p for p in people if p != ev.speaker]
     return others[0] if len(others) == 1 else None
+
+
+def _is_asking(ev: EventNode) -> bool:
+    return ev.quote.rstrip().endswith("?") or bool(_ASKING.search(ev.quote))
+
+
+#: how many messages after asking a person's own statement may come and still answer what they asked
+_OWN_ANSWER_WITHIN = 3
+
+
+def _own_answer_after(graph: Graph, question: EventNode) -> EventNode | None:
+    """The first sentence that names something specific, stated (not asked) by the one who asked `question`, in the
+    same session within `_OWN_ANSWER_WITHIN` messages after it."""
+    after = sorted((ev for ev in graph.events.values() if ev.conversation_id == question.conversation_id
+                    and ev.session_id == question.session_id and ev.speaker == question.speaker
+                    and question.seq < ev.seq <= question.seq + _OWN_ANSWER_WITHIN), key=_order)
+    return next((ev for ev in after if not _is_asking(ev) and _holds_value(ev.quote)), None)
 
 
 def _reply(graph: Graph, question: EventNode, person: str) -> EventNode | None:
@@ -827,9 +861,15 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
                     return _holds(ev.quote, asked, people)
             best = _latest_restatement(valid, topic, settings.restate_margin, settings.restate_topic, keep,
                                        settings.restate_novel_margin)
-    addressee = _asks(best, named_people(graph, shape) if settings.reply_to_named else ()) if best is not None else None
+    people = named_people(graph, shape)
+    addressee = _asks(best, people if settings.reply_to_named else ()) if best is not None else None
     if best is not None and addressee is not None:
         best = _reply(graph, best, addressee) or best
+    elif best is not None and settings.asker_states and people == [best.speaker] and _is_asking(best) \
+            and not _holds_value(best.quote):
+        # the person asked the other ("what's your blood type?") and said their own soon after ("I'm O negative");
+        # a sentence that names something specific answers by itself ("it's thistle-42 when you come over")
+        best = _own_answer_after(graph, best) or best
     focus = _focus_noun(question) if settings.value_follows and shape.wh in ("what", "which") else None
     if best is not None and focus and not _holds_value(best.quote):
         from tracecli.graph.lexicon import answer_class

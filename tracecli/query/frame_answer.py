@@ -253,6 +253,8 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             continue  # the question names this value: it is not the answer (unless "before X", below)
         key = _key_words(frame)
         key_hit = len(key & qwords) / len(key) if key else 0.0
+        if not key_hit and frame.get("named"):
+            continue  # a name said beside a noun ("my colleague Pilar") answers only a question about that noun
         if role and holds_role(frame) and ev.speaker in (None, ev.subject) and not _echoes_role(graph, ev, frame):
             cands.append(_Cand(ev, frame, 1.0, True, relevance.get(ev.id, 0.0)))
             continue  # "What is Noor's job?" is answered by the role Noor holds, a person noun ("firefighter"), as

@@ -107,6 +107,10 @@ class AskSettings:
     # a best sentence that asks the person the user's question names about themselves ("what's your shoe size btw")
     # is answered by their reply, also when the parse made it an event of the one asking (twelve dev sets: +4 / −0)
     reply_to_named: bool = True
+    # a best sentence in which the person the question names asks the other about the same thing ("what's your blood
+    # type?") is answered by the first statement naming something that person makes within three messages after
+    # ("I'm O negative, they chase me down the street") (`answer._own_answer_after`)
+    asker_states: bool = True
     # an as-of question whose typed facet the named person states only after that date is answered by a frame
     # said by then when there is one, else abstains (twelve dev sets: +2 / −0)
     known_later_frame: bool = True
