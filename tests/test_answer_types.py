@@ -60,6 +60,7 @@ def test_colour_words_come_from_wordnet() -> None:
     ("What is the name of Noor's landlord?", ("PERSON", "ORG")),  # through "the name of"
     ("What colour is Noor's bike?", ("COLOR",)),
     ("Where does Noor live?", ("GPE", "LOC", "FAC")),  # the question word alone
+    ("Where did Noor grow up?", ("GPE", "LOC", "FAC")),
     ("What hobby does Noor have?", None),
     ("What was Noor putting her savings towards?", None),  # the question word is not the savings
 ])

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from ask_fixtures import ALICE, ask_db, copy_db  # noqa: F401 (ask_db is a fixture)
 
-from tracecli.query.answer import Readers, answer_offline, echoes, extract_value, said_over
+from tracecli.query.answer import Readers, _muses, answer_offline, echoes, extract_value, said_over
 from tracecli.query.paths import EventNode, Graph
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import addressed, shape_of
@@ -571,3 +571,26 @@ def test_a_name_said_beside_a_noun_answers_only_a_question_about_that_noun():
     ans = answer_offline(graph, shape_of(question, ["Noor"], None), ranked, {"p": 0.78, "d": 0.8}, 0.9, None,
                          AskSettings(), question)
     assert "Pilar" not in ans.text and ans.event_ids == ["d"]
+
+
+def test_a_sentence_that_only_muses_gives_way_to_one_that_states():
+    muse = _ev("m", 7, "if I ever moved south it would be Bristol. purely hypothetically")
+    fact = _ev("f", 2, "born and bred in Inverness, it's basically the law")
+    question = "Where does Noor come from?"
+    shape = shape_of(question, ["Noor"], None)
+    assert shape.facets[0] == "hometown"
+    args = (_graph(muse, fact), shape, [(muse, 0.8), (fact, 0.75)], {"m": 0.8, "f": 0.75}, 0.9, None)
+    assert "Inverness" in answer_offline(*args, AskSettings(), question).text
+    assert "Bristol" in answer_offline(*args, AskSettings(unhedged_first=False), question).text
+    # far below the best, a statement does not move up
+    args = (_graph(muse, fact), shape, [(muse, 0.8), (fact, 0.5)], {"m": 0.8, "f": 0.5}, 0.9, None)
+    assert "Bristol" in answer_offline(*args, AskSettings(), question).text
+    # a real condition, or one about the listener, states what it says
+    assert not _muses(_ev("r", 3, "I'm usually in coach C seat 42 if I'm lucky"))
+    assert not _muses(_ev("l", 3, "the code is 4417 btw if you ever need to borrow it"))
+    assert _muses(_ev("p", 3, "random, but if I ever did a PhD it'd be in Melbourne"))
+
+
+def test_growing_up_somewhere_asks_where_someone_is_from():
+    for question in ("Where did Noor grow up?", "Where does Noor come from?", "Where is Noor's hometown?"):
+        assert shape_of(question, ["Noor"], None).facets[0] == "hometown", question

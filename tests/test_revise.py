@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tracecli.graph.link import EventRec
-from tracecli.graph.revise import FrameRec, frame_edges, implicit_edges
+from tracecli.graph.revise import FrameRec, anaphora_edges, frame_edges, implicit_edges
 
 
 def ev(eid: str, seq: int, value: str, subject: str = "Wren", negated: bool = False, quote: str = "") -> EventRec:
@@ -161,3 +161,19 @@ def test_path_walks_start_from_one_event_per_sentence() -> None:
     ranked = [(node("a", 1, 0), 0.9), (node("b", 1, 0), 0.8), (node("c", 1, 1), 0.7), (node("d", 2, 0), 0.6)]
     assert _one_per_sentence(ranked, 20) == ["a", "c", "d"]  # 'b' is another frame of a's sentence
     assert _one_per_sentence(ranked, 2) == ["a", "c"]
+
+
+def test_it_is_y_now_revises_the_earlier_statement_on_the_same_topic() -> None:
+    # "they moved the stats exam!! it's now 2 April": the topic (stats exam) is said in the earlier statement
+    old = ev("old", 1, "14 March", quote="my stats exam is on 14 March, pray for me")
+    other = ev("other", 2, "9 May", quote="dentist on 9 May, ugh")
+    new = ev("new", 5, "2 April", quote="it's now 2 April")
+    new.session_id = old.session_id
+    moved = statement("moved", 5, "they moved the stats exam!!")
+    frames = [fr(old, "be on", "date"), fr(other, "be on", "date"), fr(new, "it", "date", copular=True, novelty=True)]
+    [edge] = anaphora_edges(frames, [old, other, moved, new])
+    assert (edge.src, edge.dst) == ("new", "old") and "anaphora" in edge.justification
+    # without a topic the two share, or without "now", nothing is drawn
+    assert anaphora_edges(frames, [old, other, new]) == []
+    frames[-1] = fr(new, "it", "date", copular=True)
+    assert anaphora_edges(frames, [old, other, moved, new]) == []

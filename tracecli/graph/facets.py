@@ -149,7 +149,7 @@ FACETS: dict[str, FacetSpec] = {
         FacetSpec("moving_to", "place", "plan", "is moving to",
                   r"\b(mov(?:e|es|ing)|relocat\w*|settl\w*|emigrat\w*|transfer)\b"),
         FacetSpec("hometown", "place", "state_change", "is originally from",
-                  r"\b(from originally|originally from|originally|hometown|home town|grew up|born|where is \w+ from|where does \w+ come from)\b"),
+                  r"\b(from originally|originally from|originally|hometown|home town|gr[eo]w(?:s|ing|n)? up|born|where is \w+ from|where does \w+ come from)\b"),
         FacetSpec("instrument", "thing", "preference", "plays",
                   r"\b(instrument|play the|plays the)\b"),
         FacetSpec("club", "org", "state_change", "is a member of",
@@ -327,7 +327,7 @@ def question_facets(question: str) -> list[str]:
     elif re.search(r"\b(live|lives|living|home|based)\b", q, re.I) and not re.search(r"\bfrom\b", q, re.I):
         out = [o for o in out if o not in ("residence", "moving_to")]
         out[0:0] = ["residence", "moving_to"]
-    if re.search(r"\b(from|grew up|hometown|home town|born)\b", q, re.I) and re.search(r"\bwhere\b", q, re.I):
+    if re.search(r"\b(from|gr[eo]w(?:s|ing|n)? up|hometown|home town|born)\b", q, re.I) and re.search(r"\bwhere\b", q, re.I):
         out = [o for o in out if o != "hometown"]
         out.insert(0, "hometown")
     if re.search(r"\bwhere\b", q, re.I) and not any(o in ("residence", "moving_to", "hometown", "trip_destination", "employer") or o.startswith("venue:") for o in out):

@@ -37,6 +37,8 @@ FUNCTIONAL_PREPS = frozenset({"in", "at", "as", "for", "to", "with", "on", "into
 SINGLE_TYPES = PROPER_TYPES | {"date", "number", "code"}
 #: cosine between value-masked statements above which two different keys state the same fact
 KEY_SIMILARITY = 0.6
+#: content words an "it's Y now" message must share with an earlier statement to restate its topic
+ANAPHORA_SHARED = 2
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -311,14 +313,60 @@ def _key_similarity(frames: Sequence[FrameRec], embed: Embed | None) -> dict[tup
     return out
 
 
+def _stems(text: str) -> set[str]:
+    """Content words, crudely stemmed ("exams" ~ "exam", "moved" ~ "move") for a shared-topic test."""
+    from tracecli.text import content_words
+
+    return {w[:5] if len(w) > 5 else w for w in content_words(text) if not w.isdigit()}
+
+
+def anaphora_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) -> list[EdgeRec]:
+    """'it's Y now' — a restatement whose subject is the topic under discussion ("they moved the stats exam!! it's now
+    2 April", "the registrar can't do the 7th, so it's 21st June now"): the edge goes to the same person's latest
+    earlier statement of a value of the same type whose sentence shares content words with the new message, the
+    new value's words left out ("stats exam"; `ANAPHORA_SHARED` of them); none is drawn without them."""
+    by_subject: dict[str, list[EventRec]] = defaultdict(list)
+    by_message: dict[tuple[str, int], list[EventRec]] = defaultdict(list)
+    for ev in sorted(known, key=lambda e: e.order):
+        by_subject[ev.subject].append(ev)
+        by_message[(ev.session_id, ev.seq)].append(ev)
+    types = {f.ev.id: f.vtype for f in frames}
+    edges: list[EdgeRec] = []
+    for f in frames:
+        if f.key != "it" or not f.novelty or f.ev.negated or not f.ev.value:
+            continue
+        value = _stems(f.ev.value)
+        topic = set().union(*(_stems(o.quote) for o in by_message[(f.ev.session_id, f.ev.seq)])) - value
+        best = None
+        for e in by_subject[f.ev.subject]:
+            if e.order >= f.ev.order or e.negated or not e.value or e.seq == f.ev.seq \
+                    or same_value(_norm(e.value), _norm(f.ev.value)) or _stems(e.value) & value:
+                continue
+            vtype = types.get(e.id) or ("name" if e.value[:1].isupper() else "thing")
+            if not _compatible_types(vtype, f.vtype) or len(topic & (_stems(e.quote) - _stems(e.value))) < ANAPHORA_SHARED:
+                continue
+            best = e  # the latest such statement
+        if best is not None:
+            edges.append(EdgeRec(f.ev.id, best.id, "updates", 0.8,
+                                 f"{f.ev.subject}: '{f.ev.value}' replaces '{best.value}' "
+                                 f"(found by anaphora: 'it's … now' on the same topic)"))
+    return edges
+
+
 def frame_edges(frames: Sequence[FrameRec], known: Sequence[EventRec], existing: Sequence[EdgeRec],
                 embed: Embed | None) -> list[EdgeRec]:
-    """Construction and implicit `updates` edges that the facet layer has not already drawn."""
+    """Construction, anaphora and implicit `updates` edges that the facet layer has not already drawn."""
     have = {(e.src, e.dst) for e in existing}
     touched_old = {e.dst for e in existing if e.label == "updates"}
     out: list[EdgeRec] = []
     for e in construction_edges(frames, known):
         if (e.src, e.dst) not in have:
+            have.add((e.src, e.dst))
+            out.append(e)
+            touched_old.add(e.dst)
+    touched_new = {e.src for e in [*existing, *out] if e.label == "updates"}
+    for e in anaphora_edges(frames, known):
+        if (e.src, e.dst) not in have and e.src not in touched_new and e.dst not in touched_old:
             have.add((e.src, e.dst))
             out.append(e)
             touched_old.add(e.dst)

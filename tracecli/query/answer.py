@@ -547,6 +547,35 @@ def _typed_first(valid: list[tuple[EventNode, float]], labels: tuple[str, ...] |
     return valid
 
 
+#: how many of the best sentences `_unhedged_first` reorders
+_HEDGE_WINDOW = 8
+
+
+def _unhedged_first(valid: list[tuple[EventNode, float]], margin: float) -> list[tuple[EventNode, float]]:
+    """The best sentences with those that only muse or ask (`_muses`: "if I ever moved south it would be Bristol")
+    put after those that state, when one that states is within `margin` of the best: a possibility is no fact."""
+    if not valid or not _muses(valid[0][0]):
+        return valid
+    top = valid[0][1]
+    head = valid[:_HEDGE_WINDOW]
+    stated = [x for x in head if not _muses(x[0])]
+    if not stated or stated[0][1] < top - margin:
+        return valid
+    return stated + [x for x in head if _muses(x[0])] + valid[_HEDGE_WINDOW:]
+
+
+def _muses(ev: EventNode) -> bool:
+    """Does the sentence ask, or muse on an unreal condition of the speaker's own ("if I ever moved south it would be
+    Bristol", "if I did a PhD it'd be in Melbourne": an if-clause about I or we, in the past tense or with "ever")?
+    A real condition ("I'm in seat 42 if I'm lucky") or one about the listener ("the code is 4417 if you ever need
+    it") states what it says."""
+    if ev.quote.rstrip().endswith("?"):
+        return True
+    return any(t.dep_ == "mark" and t.lower_ == "if" and (t.head.tag_ == "VBD" or any(
+        c.lower_ == "ever" for c in t.head.children))
+        and any(c.dep_ == "nsubj" and c.lower_ in ("i", "we") for c in t.head.children) for t in _parsed(ev.quote))
+
+
 def _holds(text: str, labels: tuple[str, ...], people: Sequence[str]) -> bool:
     """Does `text` name an entity with one of `labels` (a known place counts as GPE), other than `people`?"""
     if "GPE" in labels and _known_place(text):
@@ -848,6 +877,8 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
         valid = before or valid
     if best is None and valid:
         people = named_people(graph, shape)
+        if settings.unhedged_first:
+            valid = _unhedged_first(valid, settings.unhedged_margin)
         valid = _typed_first(valid, labels, people, settings, who=shape.wh == "who")
         best = valid[0][0]
         if (shape.wants_current and shape.says_now) or as_of is not None or cut is not None:

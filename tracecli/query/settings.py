@@ -155,6 +155,10 @@ class AskSettings:
     # the sentence fallback moves up the first of the `typed_window` best sentences, within `typed_margin` of the
     # best, that holds a value of the asked type (0.15, or 8 sentences, answered D's questions worse)
     typed_window: int = 5
+    # the sentence fallback puts sentences that only muse or ask ("if I ever moved south it would be Bristol",
+    # `answer._hedged`) after one that states, when that one is within `unhedged_margin` of the best
+    unhedged_first: bool = True
+    unhedged_margin: float = 0.1
     typed_margin: float = 0.08
     # asked "Who …?" when the best sentence names no one, a sentence naming someone moves up from within this wider
     # margin (sixteen dev sets: +3 / −0 valid, one fewer stale; 0.25 gave +1 net and one more stale)
