@@ -74,6 +74,7 @@ def test_novelty_and_negation(nlp) -> None:
     ("I stepped down as club secretary in March", ("retract", "secretary", None)),
     ("the GP took me off the statins", ("retract", "statins", None)),
     ("finally closed my Nationwide account", ("retract", "account", None)),
+    ("we've moved on from Tidal, it's Deezer these days", ("retract", "Tidal", None)),
 ])
 def test_constructions(nlp, text: str, expected: tuple) -> None:
     assert expected in cons(nlp, text)

@@ -28,8 +28,8 @@ from tracecli.graph.frames import is_hedged
 RETRACT_VERBS = ["quit", "leave", "sell", "drop", "cancel", "abandon", "ditch", "scrap", "dump", "lose", "end", "close",
                  "stop", "resign", "retire", "axe", "sack", "discontinue", "unsubscribe", "terminate", "call",
                  "give", "break", "move", "get"]
-#: particles that turn the verbs above into verbs of ending ("give up", "call off", "break up", "move out")
-RETRACT_PARTICLES = {"give": ["up"], "call": ["off"], "break": ["up"], "move": ["out", "away"], "get": ["rid"],
+#: particles that turn the verbs above into verbs of ending ("give up", "call off", "break up", "move out", "move on from")
+RETRACT_PARTICLES = {"give": ["up"], "call": ["off"], "break": ["up"], "move": ["out", "away", "on"], "get": ["rid"],
                      "end": ["up"]}
 #: verbs of dismissing an idea, used as imperatives at the start of a sentence ("Forget Oslo", "Scratch that")
 DISMISS_VERBS = ["forget", "scratch", "scrap", "ignore", "disregard", "cancel", "nix"]
@@ -75,6 +75,13 @@ def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"DEP": "prt"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prep", "RIGHT_ATTRS": {"LOWER": {"IN": ["of", "from", "with", "on"]}}},
                      {"LEFT_ID": "prep", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+        ],
+        # "we've moved on from Gousto", with the particle parsed as an adverb
+        "retract~move_on": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "move", "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "on", "RIGHT_ATTRS": {"LOWER": "on", "DEP": "advmod"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "from", "RIGHT_ATTRS": {"LOWER": "from", "DEP": "prep"}},
+                     {"LEFT_ID": "from", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj", **_NOUNISH}}),
         ],
         # phrasal verbs of leaving a post or a habit, each its own pattern (a name "retract~…" is read as "retract"):
         # "I've packed in five-a-side", "packed the darts in"
