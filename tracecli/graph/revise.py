@@ -313,11 +313,12 @@ def _key_similarity(frames: Sequence[FrameRec], embed: Embed | None) -> dict[tup
     return out
 
 
-def _stems(text: str) -> set[str]:
+@lru_cache(maxsize=65536)  # anaphora_edges reads each earlier sentence once per "it's Y now" of its person
+def _stems(text: str) -> frozenset[str]:
     """Content words, crudely stemmed ("exams" ~ "exam", "moved" ~ "move") for a shared-topic test."""
     from tracecli.text import content_words
 
-    return {w[:5] if len(w) > 5 else w for w in content_words(text) if not w.isdigit()}
+    return frozenset(w[:5] if len(w) > 5 else w for w in content_words(text) if not w.isdigit())
 
 
 def anaphora_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) -> list[EdgeRec]:

@@ -156,7 +156,8 @@ class AskSettings:
     # best, that holds a value of the asked type (0.15, or 8 sentences, answered D's questions worse)
     typed_window: int = 5
     # the sentence fallback puts sentences that only muse or ask ("if I ever moved south it would be Bristol",
-    # `answer._hedged`) after one that states, when that one is within `unhedged_margin` of the best
+    # `answer._muses`) after one that states, when that one is within `unhedged_margin` of the best (with "grow up"
+    # read as asking for a hometown, sixteen dev sets +4 / −0)
     unhedged_first: bool = True
     unhedged_margin: float = 0.1
     typed_margin: float = 0.08
