@@ -488,7 +488,7 @@ def _appositive_names(sent: Any, speaker: str, participants: Sequence[str]) -> l
     monstera" → (speaker, 'wife', 'Meera'), read like "my wife is called Meera". Not a copular key, so two such
     names of one noun ("my friend Sam" … "my friend Jo") are not a revision of each other."""
     out: list[Frame] = []
-    names = {p.split()[0].lower() for p in participants if p}
+    names = _first_names(participants)
     for noun in sent:
         if noun.pos_ != "NOUN" or noun.tag_ == "NNS" \
                 or not any(c.dep_ == "poss" and c.lower_ in ("my", "our") for c in noun.children):
@@ -526,12 +526,15 @@ def _appositive_names(sent: Any, speaker: str, participants: Sequence[str]) -> l
     return out
 
 
+def _first_names(participants: Sequence[str]) -> set[str]:
+    return {p.split()[0].lower() for p in participants if p}
+
+
 def _without_vocative(f: Frame, participants: Sequence[str]) -> Frame:
     """A participant's name ending a common-noun value is said to them, not part of it ("I'm a radiographer mateo,
     I've seen things")."""
     words = f.value.split()
-    if len(words) < 2 or words[-1].lower() not in {p.split()[0].lower() for p in participants if p} \
-            or not words[0].islower():
+    if len(words) < 2 or words[-1].lower() not in _first_names(participants) or not words[0].islower():
         return f
     value = f.value[: f.value.rindex(words[-1])].rstrip(" ,")
     return replace(f, value=value, end=f.start + len(value), value_tokens=f.value_tokens[:-1] or f.value_tokens)

@@ -315,7 +315,8 @@ def _key_similarity(frames: Sequence[FrameRec], embed: Embed | None) -> dict[tup
 
 @lru_cache(maxsize=65536)  # anaphora_edges reads each earlier sentence once per "it's Y now" of its person
 def _stems(text: str) -> frozenset[str]:
-    """Content words, crudely stemmed ("exams" ~ "exam", "moved" ~ "move") for a shared-topic test."""
+    """Content words, crudely stemmed ("exams" ~ "exam", "moved" ~ "move") for a shared-topic test (not
+    `tracecli.text.stem`: nltk's import costs seconds, which build-graph does not otherwise pay)."""
     from tracecli.text import content_words
 
     return frozenset(w[:5] if len(w) > 5 else w for w in content_words(text) if not w.isdigit())
