@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -119,9 +119,8 @@ def _same_key(a: FrameRec, b: FrameRec) -> bool:
 
 def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) -> list[EdgeRec]:
     """Edges from retraction / substitution constructions."""
-    by_subject: dict[str, list[EventRec]] = defaultdict(list)
-    for ev in sorted(known, key=lambda e: e.order):
-        by_subject[ev.subject].append(ev)
+    by_subject = _by_subject(known)
+    types = _frame_types(frames)
     by_message: dict[int, list[FrameRec]] = defaultdict(list)
     for f in frames:
         by_message[f.ev.seq].append(f)
@@ -172,7 +171,7 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
                 pool = [g for g in by_message[f.ev.seq] if g.ev.subject == f.ev.subject and not g.ev.negated
                         and g.ev.value and not same_value(_norm(g.ev.value), _norm(target.value or old_text))
                         and not value_matches(old_text, old_head, g.ev) and g.key != "retract"]
-                typed = [g for g in pool if _compatible_types(g.vtype, _vtype_of(frames, target))]
+                typed = [g for g in pool if _compatible_types(g.vtype, _vtype_of(types, target))]
                 new = (typed or [g for g in pool if g.novelty or g.verb in CHANGE_VERBS] or [None])[0]
             src = new.ev if new is not None else f.ev
             # attributes of the retracted thing said with it ("signed up for the marathon in September": the
@@ -213,11 +212,22 @@ def _norm(v: str | None) -> str:
     return " ".join(sorted(_words(v)))
 
 
-def _vtype_of(frames: Sequence[FrameRec], ev: EventRec) -> str:
-    for f in frames:
-        if f.ev.id == ev.id:
-            return f.vtype
-    return "name" if ev.value and ev.value[:1].isupper() else "thing"
+def _by_subject(known: Sequence[EventRec]) -> dict[str, list[EventRec]]:
+    """Each subject's events, in the order they were said."""
+    by_subject: dict[str, list[EventRec]] = defaultdict(list)
+    for ev in sorted(known, key=lambda e: e.order):
+        by_subject[ev.subject].append(ev)
+    return by_subject
+
+
+def _frame_types(frames: Sequence[FrameRec]) -> dict[str, str]:
+    """Event id → the type of its frame's value."""
+    return {f.ev.id: f.vtype for f in frames}
+
+
+def _vtype_of(types: Mapping[str, str], ev: EventRec) -> str:
+    """The type of an event's value: its frame's (`_frame_types`), else a name when capitalised, else a thing."""
+    return types.get(ev.id) or ("name" if ev.value and ev.value[:1].isupper() else "thing")
 
 
 def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None) -> list[EdgeRec]:
@@ -327,12 +337,11 @@ def anaphora_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) -> lis
     2 April", "the registrar can't do the 7th, so it's 21st June now"): the edge goes to the same person's latest
     earlier statement of a value of the same type whose sentence shares content words with the new message, the
     new value's words left out ("stats exam"; `ANAPHORA_SHARED` of them); none is drawn without them."""
-    by_subject: dict[str, list[EventRec]] = defaultdict(list)
+    by_subject = _by_subject(known)
     by_message: dict[tuple[str, int], list[EventRec]] = defaultdict(list)
-    for ev in sorted(known, key=lambda e: e.order):
-        by_subject[ev.subject].append(ev)
+    for ev in known:
         by_message[(ev.session_id, ev.seq)].append(ev)
-    types = {f.ev.id: f.vtype for f in frames}
+    types = _frame_types(frames)
     edges: list[EdgeRec] = []
     for f in frames:
         if f.key != "it" or not f.novelty or f.ev.negated or not f.ev.value:
@@ -344,8 +353,7 @@ def anaphora_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) -> lis
             if e.order >= f.ev.order or e.negated or not e.value or e.seq == f.ev.seq \
                     or same_value(_norm(e.value), _norm(f.ev.value)) or _stems(e.value) & value:
                 continue
-            vtype = types.get(e.id) or ("name" if e.value[:1].isupper() else "thing")
-            if not _compatible_types(vtype, f.vtype) or len(topic & (_stems(e.quote) - _stems(e.value))) < ANAPHORA_SHARED:
+            if not _compatible_types(_vtype_of(types, e), f.vtype) or len(topic & (_stems(e.quote) - _stems(e.value))) < ANAPHORA_SHARED:
                 continue
             best = e  # the latest such statement
         if best is not None:

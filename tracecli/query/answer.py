@@ -558,10 +558,11 @@ def _unhedged_first(valid: list[tuple[EventNode, float]], margin: float) -> list
         return valid
     top = valid[0][1]
     head = valid[:_HEDGE_WINDOW]
-    stated = [x for x in head if not _muses(x[0])]
+    muses = [_muses(ev) for ev, _ in head]
+    stated = [x for x, m in zip(head, muses) if not m]
     if not stated or stated[0][1] < top - margin:
         return valid
-    return stated + [x for x in head if _muses(x[0])] + valid[_HEDGE_WINDOW:]
+    return stated + [x for x, m in zip(head, muses) if m] + valid[_HEDGE_WINDOW:]
 
 
 def _muses(ev: EventNode) -> bool:
