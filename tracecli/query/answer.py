@@ -783,6 +783,11 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
             refs = list(newer.source_refs) + [r for r in answer.source_refs if r not in newer.source_refs]
             answer = event_answer(graph, newer, shape, best_note_cosine, question, labels)
             answer.source_refs = refs
+    return _settled(answer, graph, shape, question, settings, labels)
+
+
+def _settled(answer: Answer, graph: Graph, shape: QueryShape, question: str, settings: AskSettings,
+             labels: tuple[str, ...] | None) -> Answer:
     focus = _focus_noun(question) if shape.wh in ("what", "which") else None
     if shape.wh == "when" and not answer.abstained and answer.event_ids and answer.event_ids[0] in graph.events:
         # a frame's time value cut short by the entity reader ("other Sunday" of "every other Sunday")
@@ -790,6 +795,14 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         if said is not None and answer.text != said and answer.text.lower() in said.lower():
             answer.text = said
     return settle(answer, graph, shape, question, settings, labels, focus)
+
+
+def read_event(graph: Graph, ev: EventNode, shape: QueryShape, best_note_cosine: float, question: str,
+               settings: AskSettings) -> Answer:
+    """The answer read from one chosen sentence the way `answer_offline` reads its own (`tracecli.query.choose`)."""
+    labels = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
+    return _settled(event_answer(graph, ev, shape, best_note_cosine, question, labels), graph, shape, question,
+                    settings, labels)
 
 
 def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],

@@ -11,7 +11,7 @@ import datetime as dt
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -22,8 +22,9 @@ import pysqlite3.dbapi2 as sqlite3
 from tracecli.blas import one_blas_thread
 from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
-from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, event_answer, newest_successor
+from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, event_answer, newest_successor, read_event
 from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mark_winner
+from tracecli.query.choose import Flags, Row, candidate_rows, choose, flags_of
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
@@ -196,6 +197,9 @@ class Asker:
         self._scope_ids: list[str] = []
         self._changes = -1  # the connection's total_changes after this Asker's own last write
         self._short_vecs: dict[str, np.ndarray] = {}  # asked phrases and candidate values, normalised (value fit)
+        #: when a list, each question's candidate rows for the learned choice are appended to it
+        #: (`benchmarks/train_chooser.py`)
+        self.choice_log: list[tuple[list[Row], Flags]] | None = None
 
     @property
     def embedder(self) -> Any:
@@ -364,8 +368,10 @@ class Asker:
             t = time.perf_counter()
             best_cos = max([h.cosine for h in hits[:5]] + [0.0])
             ranked_events = self._rerank_sentences(scope, avec, ranked_events, shape)
+            readers = self._readers(scope, avec)
             answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question,
-                                    self._readers(scope, avec))
+                                    readers)
+            read_from = (graph, ranked_events)
             if settings.before_flat and "graph" not in settings.ablate and answer.support != "chain" \
                     and _asks_before(question, shape):
                 # "What did Noor drive before the camper van?" with no revision chain or frame to follow back: what
@@ -374,8 +380,9 @@ class Asker:
                 flat = scope.view(settings.ablate | {"graph"})
                 read = self._rerank_sentences(scope, avec, self._rank_events(
                     flat, shape, self._seeds(flat, shape, hits, relevance), relevance, as_of_iso), shape)
-                answer = answer_offline(flat, shape, read, relevance, best_cos, as_of_iso, settings, question,
-                                        self._readers(scope, avec))
+                answer = answer_offline(flat, shape, read, relevance, best_cos, as_of_iso, settings, question, readers)
+                read_from = (flat, read)
+            answer = self._choose(*read_from, shape, relevance, answer, question, as_of_iso, readers, best_cos)
             t_wiki = time.perf_counter()
             routed = [] if {"wiki", "graph"} & settings.ablate else self._routed_claims(scope, shape, question, qvec, as_of_iso,
                                                                                        note_cos, avec)
@@ -556,6 +563,27 @@ class Asker:
             scored.append((ev, round(score, 6)))
         scored.sort(key=lambda x: (-x[1], x[0].seq, x[0].id))
         return scored
+
+    def _choose(self, graph: Graph, ranked: Sequence[tuple[EventNode, float]], shape: QueryShape,
+                relevance: Mapping[str, float], answer: Answer, question: str, as_of: str | None, readers: Readers,
+                best_cos: float) -> Answer:
+        """The answer read from the sentence the learned model prefers among the best candidates
+        (`tracecli.query.choose`), or the rule step's own when it prefers that one; an abstention stays one."""
+        if answer.abstained or not answer.event_ids or answer.event_ids[0] not in graph.events or not ranked:
+            return answer
+        if not self.settings.learned_choice and self.choice_log is None:
+            return answer
+        proposal = graph.events[answer.event_ids[0]]
+        rows = candidate_rows(graph, shape, ranked, relevance, proposal, question, as_of, readers.between)
+        flags = flags_of(shape, question, as_of, answer.support)
+        if self.choice_log is not None:
+            self.choice_log.append((rows, flags))
+        picked = choose(rows, flags) if self.settings.learned_choice else None
+        if picked is None or picked[0].event.id == proposal.id:
+            return answer
+        chosen = read_event(graph, picked[0].event, shape, best_cos, question, self.settings)
+        chosen.confidence = round(picked[1], 3)
+        return chosen
 
     def _readers(self, scope: _Scope, qvec: np.ndarray) -> Readers:
         """Sentence-vs-question and asked-noun-vs-value similarity for the answer step."""

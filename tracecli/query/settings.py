@@ -164,6 +164,9 @@ class AskSettings:
     # asked "Who …?" when the best sentence names no one, a sentence naming someone moves up from within this wider
     # margin (sixteen dev sets: +3 / −0 valid, one fewer stale; 0.25 gave +1 net and one more stale)
     who_margin: float = 0.15
+    # the sentence the answer is read from is chosen among the answer step's best candidates by the learned model of
+    # `tracecli.query.choose` (weights fitted on the dev sets only); off: the rule answer step's own choice
+    learned_choice: bool = True
     abstain_below: float = 0.30  # best evidence relevance (cosine) under which the offline answer abstains
     facet_confidence_floor: float = 0.5  # facet events below this confidence do not answer on their own
     # ablations (`ask --ablate`, `eval --ablate`): parts of the pipeline switched off, see ABLATIONS

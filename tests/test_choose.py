@@ -1,0 +1,164 @@
+"""The learned choice of the answer's sentence (tracecli.query.choose): its rows, features, fitting and weights."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from ask_fixtures import ALICE, ask_db, ask_store  # noqa: F401 (ask_db, ask_store are fixtures)
+
+from tracecli.query import choose
+from tracecli.query.paths import EventNode, Graph
+from tracecli.query.shape import shape_of
+
+
+def _ev(eid: str, seq: int, quote: str, subject: str = "Noor", speaker: str | None = "Noor",
+        anchor: str | None = None) -> EventNode:
+    return EventNode(
+        id=eid, conversation_id="c", session_id="s", type="state_change", subject=subject, description=quote,
+        quote=quote, time_anchor=anchor or f"2024-0{min(seq, 9)}-01T10:00:00Z", event_time=None,
+        event_time_granularity=None, seq=seq, sentence_idx=0, facet=None, value=None, negated=False, confidence=0.6,
+        validity=1.0, valid_until=None, topic_id=None, speaker=speaker, source_refs=[f"m{seq}"],
+    )
+
+
+OLD = _ev("old", 1, "I get my hair cut at a little place on the high street")
+NEW = _ev("new", 7, "the new barber on Mill Lane did a great job on saturday")
+ASKS = _ev("asks", 8, "where do you get yours cut?")
+OTHER = _ev("other", 9, "my barber is on Mill Lane too", subject="Ivo", speaker="Ivo")
+GRAPH = Graph({e.id: e for e in (OLD, NEW, ASKS, OTHER)}, defaultdict(list), defaultdict(list), {}, {})
+QUESTION = "Where does Noor get her hair cut these days?"
+
+
+def _rows(as_of: str | None = None) -> list[choose.Row]:
+    shape = shape_of(QUESTION, ["Noor", "Ivo"], None)
+    ranked = [(OLD, 0.9), (OTHER, 0.8), (NEW, 0.75), (ASKS, 0.7)]
+    return choose.candidate_rows(GRAPH, shape, ranked, {}, OLD, QUESTION, as_of, None)
+
+
+def test_rows_read_who_said_what_and_when_against_the_proposal():
+    rows = {r.event.id: r for r in _rows()}
+    assert rows["old"].proposed and not rows["new"].proposed
+    assert rows["new"].later and not rows["new"].earlier and rows["new"].person
+    assert not rows["other"].person and not rows["other"].subject
+    assert rows["asks"].question and rows["asks"].asking
+    assert rows["new"].novel and not rows["old"].novel
+    assert rows["old"].shared >= 2  # "hair", "cut"
+
+
+def test_asked_as_of_a_date_sentences_said_after_it_are_no_candidates():
+    ids = [r.event.id for r in _rows(as_of="2024-03-01T00:00:00Z")]
+    assert ids == ["old"]
+
+
+def test_the_proposal_joins_the_candidates_when_ranked_below_the_window():
+    shape = shape_of(QUESTION, ["Noor"], None)
+    filler = [(_ev(f"f{i}", 20 + i, f"filler {i}"), 0.5) for i in range(choose.WINDOW)]
+    rows = choose.candidate_rows(GRAPH, shape, filler, {"old": 0.2}, OLD, QUESTION, None, None)
+    assert len(rows) == choose.WINDOW + 1 and rows[-1].proposed and rows[-1].rank == choose.WINDOW
+
+
+def test_features_name_every_column_and_time_features_depend_on_the_kind_of_question():
+    rows = _rows()
+    now = choose.features(rows, choose.Flags(now=True, as_of=False, before=False, support="sentence"))
+    before = choose.features(rows, choose.Flags(now=False, as_of=False, before=True, support="sentence"))
+    assert now.shape == (len(rows), len(choose.FEATURE_NAMES))
+    col = choose.FEATURE_NAMES.index("now: latest of its speaker's")
+    assert now[[r.event.id for r in rows].index("asks"), col] == 1.0
+    assert before[:, col].sum() == 0.0
+
+
+def _group(rng: np.random.Generator, flags: choose.Flags) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Two statements of the same person, the newer one ranked lower; right is the newer one asked for now, the
+    older one asked for what came before."""
+    first, second = sorted(rng.choice(np.arange(1, 60), size=2, replace=False))
+    old = _ev("o", int(first), "I drive a Polo")
+    new = _ev("n", int(second), "I drive a Tesla")
+    top = float(rng.uniform(0.5, 0.9))
+    rows = [choose.Row(event=old, rank=0, score=top, person=True, subject=True, proposed=True, same_message=True,
+                       later=False, earlier=False, valid=True, question=False, hedged=False, muses=False, typed=True,
+                       novel=False, overlap=0.5, shared=1, words=4, negated=False, frame=True, facet=False,
+                       near_proposal=1.0, holds_value=True, asking=False),
+            choose.Row(event=new, rank=1, score=top - float(rng.uniform(0.0, 0.08)), person=True, subject=True,
+                       proposed=False, same_message=False, later=True, earlier=False, valid=True, question=False,
+                       hedged=False, muses=False, typed=True, novel=False, overlap=0.5, shared=1, words=4,
+                       negated=False, frame=True, facet=False, near_proposal=0.8, holds_value=True, asking=False)]
+    right = np.array([0.0, 1.0]) if flags.now else np.array([1.0, 0.0])
+    return choose.features(rows, flags), right, 1.0 - right
+
+
+def test_fit_learns_to_take_the_newer_statement_for_now_and_the_older_for_before():
+    rng = np.random.default_rng(3)
+    now = choose.Flags(now=True, as_of=False, before=False, support="sentence")
+    before = choose.Flags(now=False, as_of=False, before=True, support="sentence")
+    groups = [_group(rng, now) for _ in range(40)] + [_group(rng, before) for _ in range(40)]
+    w = choose.fit(groups, iterations=300)
+    x_now, _, _ = _group(rng, now)
+    x_before, _, _ = _group(rng, before)
+    assert int(np.argmax(x_now @ w)) == 1
+    assert int(np.argmax(x_before @ w)) == 0
+    with pytest.raises(ValueError):
+        choose.fit([(x_now, np.zeros(2), np.zeros(2))])
+
+
+def test_the_stale_cost_steers_away_from_an_outdated_statement():
+    rng = np.random.default_rng(5)
+    now = choose.Flags(now=True, as_of=False, before=False, support="sentence")
+    newer_right = [(x, right, np.zeros(2)) for x, right, _ in (_group(rng, now) for _ in range(20))]
+    # as often again, the newer statement states an outdated value and nothing is right: only the stale cost
+    # learns from these groups
+    newer_stale = [(x, np.zeros(2), right) for x, right, _ in (_group(rng, now) for _ in range(40))]
+    x, _, _ = _group(rng, now)
+    without = choose.fit(newer_right + newer_stale, stale_cost=0.0, iterations=300)
+    with_cost = choose.fit(newer_right + newer_stale, stale_cost=1.0, iterations=300)
+    assert int(np.argmax(x @ without)) == 1
+    assert int(np.argmax(x @ with_cost)) == 0
+
+
+def test_the_shipped_weights_fit_the_features():
+    w = choose.weights()
+    assert w is not None and w.shape == (len(choose.FEATURE_NAMES),)
+    data = json.loads(choose.WEIGHTS_FILE.read_text(encoding="utf-8"))
+    assert data["trained_on"] and all(name.startswith("heldout_") for name in data["trained_on"])
+    # the sets quality is quoted on were never fitted on (README, Quality)
+    assert not {"heldout_w", "heldout_x"} & set(data["trained_on"])
+
+
+def test_weights_that_do_not_fit_the_features_are_not_used(tmp_path, monkeypatch):
+    stale = tmp_path / "w.json"
+    stale.write_text(json.dumps({"features": ["rank"], "weights": [1.0]}), encoding="utf-8")
+    monkeypatch.setattr(choose, "WEIGHTS_FILE", stale)
+    choose.weights.cache_clear()
+    try:
+        assert choose.weights() is None
+        assert choose.choose(_rows(), choose.Flags(True, False, False, "sentence")) is None
+    finally:
+        choose.weights.cache_clear()
+
+
+def test_ask_reads_its_answer_from_the_chosen_sentence(ask_store, embedder, monkeypatch):
+    """Through `Asker`: every answered question logs its candidates; with weights that only value a sentence's
+    place in time the answer comes from the latest candidate, with the learned choice off from the rule step's."""
+    from tracecli.query.ask import Asker
+    from tracecli.query.settings import AskSettings
+
+    question = "Where is Alice moving?"
+    rule = Asker(ask_store, settings=AskSettings(learned_choice=False), embedder=embedder)
+    rule.choice_log = []
+    proposed = rule.ask(question, conversation_id=ALICE, store_answer=False)
+    (rows, flags), = rule.choice_log
+    assert len(rows) > 1 and sum(r.proposed for r in rows) == 1
+    latest = max(rows, key=lambda r: (r.event.seq, r.event.sentence_idx))
+    assert not latest.proposed  # else this question cannot tell the two apart
+
+    w = np.zeros(len(choose.FEATURE_NAMES))
+    w[choose.FEATURE_NAMES.index("time in window")] = 50.0
+    w[choose.FEATURE_NAMES.index("proposed")] = -1.0  # the latest sentence's message may hold several candidates
+    learned = Asker(ask_store, settings=AskSettings(learned_choice=True), embedder=embedder)
+    monkeypatch.setattr(choose, "weights", lambda: w)
+    chosen = learned.ask(question, conversation_id=ALICE, store_answer=False)
+    assert set(chosen.source_refs[:1]) <= {f"{ALICE}:{r}" for r in latest.event.source_refs} | set(latest.event.source_refs)
+    assert chosen.source_refs[:1] != proposed.source_refs[:1]
+    assert 0.0 < chosen.confidence <= 1.0
