@@ -162,3 +162,21 @@ def test_ask_reads_its_answer_from_the_chosen_sentence(ask_store, embedder, monk
     assert set(chosen.source_refs[:1]) <= {f"{ALICE}:{r}" for r in latest.event.source_refs} | set(latest.event.source_refs)
     assert chosen.source_refs[:1] != proposed.source_refs[:1]
     assert 0.0 < chosen.confidence <= 1.0
+
+
+def test_ablating_the_choice_answers_from_the_rule_step(ask_store, embedder, monkeypatch):
+    from tracecli.query.ask import Asker
+    from tracecli.query.settings import AskSettings, check_ablations
+
+    assert check_ablations(["choice"]) == ["choice"]
+    question = "Where is Alice moving?"
+    rule = Asker(ask_store, settings=AskSettings(learned_choice=False), embedder=embedder)
+    w = np.zeros(len(choose.FEATURE_NAMES))
+    w[choose.FEATURE_NAMES.index("time in window")] = 50.0
+    w[choose.FEATURE_NAMES.index("proposed")] = -1.0
+    monkeypatch.setattr(choose, "weights", lambda: w)
+    ablated = Asker(ask_store, settings=AskSettings(ablate=frozenset({"choice"})), embedder=embedder)
+    learned = Asker(ask_store, settings=AskSettings(), embedder=embedder)
+    own = rule.ask(question, conversation_id=ALICE, store_answer=False).source_refs[:1]
+    assert ablated.ask(question, conversation_id=ALICE, store_answer=False).source_refs[:1] == own
+    assert learned.ask(question, conversation_id=ALICE, store_answer=False).source_refs[:1] != own

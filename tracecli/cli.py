@@ -176,7 +176,8 @@ def ask_cmd(
         "--ablate", metavar="PART", show_default=False,
         help="Switch a part off to see what it adds: wiki (claims in the context), paths (graph paths in the "
              "context), frames (the frame answer step), graph (no edges, revisions or wiki: the same reader over "
-             "flat evidence). Repeatable.")] = None,
+             "flat evidence), choice (the learned choice of the answer's sentence: the rule step's own answers). "
+             "Repeatable.")] = None,
 ) -> None:
     """Answer a question from the current state (or --as-of a date), citing the messages behind it.
 

@@ -192,7 +192,7 @@ def register(app: typer.Typer) -> None:
     LimitOpt = Annotated[Optional[int], typer.Option("--limit", help="At most this many questions (per sample for LoCoMo).", show_default=False)]
     AblateOpt = Annotated[Optional[list[str]], typer.Option(
         "--ablate", metavar="PART", show_default=False,
-        help="Also ask every question with PART switched off (wiki, paths, frames or graph; repeatable): one 'w/o PART' "
+        help="Also ask every question with PART switched off (wiki, paths, frames, graph or choice; repeatable): one 'w/o PART' "
              "row each. --baselines adds 'w/o graph', tracecli's reader over flat evidence.")]
 
     def locomo_cmd(

@@ -571,14 +571,15 @@ class Asker:
         (`tracecli.query.choose`), or the rule step's own when it prefers that one; an abstention stays one."""
         if answer.abstained or not answer.event_ids or answer.event_ids[0] not in graph.events or not ranked:
             return answer
-        if not self.settings.learned_choice and self.choice_log is None:
+        learned = self.settings.learned_choice and "choice" not in self.settings.ablate
+        if not learned and self.choice_log is None:
             return answer
         proposal = graph.events[answer.event_ids[0]]
         rows = candidate_rows(graph, shape, ranked, relevance, proposal, question, as_of, readers.between)
         flags = flags_of(shape, question, as_of, answer.support)
         if self.choice_log is not None:
             self.choice_log.append((rows, flags))
-        picked = choose(rows, flags) if self.settings.learned_choice else None
+        picked = choose(rows, flags) if learned else None
         if picked is None or picked[0].event.id == proposal.id:
             return answer
         chosen = read_event(graph, picked[0].event, shape, best_cos, question, self.settings)

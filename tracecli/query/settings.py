@@ -23,8 +23,9 @@ RELATION_DISCOUNT: dict[str, float] = {
 
 
 #: what `--ablate` can switch off: the wiki's claims in the context, graph paths in the context, the frame answer
-#: step, the graph itself (no edges, no revision validity, no wiki: the same reader over flat evidence)
-ABLATIONS = ("wiki", "paths", "frames", "graph")
+#: step, the graph itself (no edges, no revision validity, no wiki: the same reader over flat evidence), the learned
+#: choice of the answer's sentence (`tracecli.query.choose`: the rule step's own sentence answers)
+ABLATIONS = ("wiki", "paths", "frames", "graph", "choice")
 
 
 @dataclass
