@@ -80,7 +80,8 @@ def asked_groups(set_dir: Path, workdir: Path, embedder: object) -> list[Asked]:
 
 def groups_of(set_dir: Path, workdir: Path, embedder: object) -> list[Group]:
     return [(name, kind, choose.features(rows, flags), right, stale)
-            for name, kind, rows, flags, right, stale in asked_groups(set_dir, workdir, embedder)]
+            for name, kind, rows, flags, right, stale in asked_groups(set_dir, workdir, embedder)
+            if choose.replaceable(flags.support)]  # a chain's answer is never replaced: nothing to learn there
 
 
 def report(groups: list[Group], weights_for: dict[str, np.ndarray]) -> None:

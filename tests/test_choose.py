@@ -144,7 +144,7 @@ def test_ask_reads_its_answer_from_the_chosen_sentence(ask_store, embedder, monk
     from tracecli.query.ask import Asker
     from tracecli.query.settings import AskSettings
 
-    question = "Where is Alice moving?"
+    question = "Where is Alice travelling?"
     rule = Asker(ask_store, settings=AskSettings(learned_choice=False), embedder=embedder)
     rule.choice_log = []
     proposed = rule.ask(question, conversation_id=ALICE, store_answer=False)
@@ -169,7 +169,7 @@ def test_ablating_the_choice_answers_from_the_rule_step(ask_store, embedder, mon
     from tracecli.query.settings import AskSettings, check_ablations
 
     assert check_ablations(["choice"]) == ["choice"]
-    question = "Where is Alice moving?"
+    question = "Where is Alice travelling?"
     rule = Asker(ask_store, settings=AskSettings(learned_choice=False), embedder=embedder)
     w = np.zeros(len(choose.FEATURE_NAMES))
     w[choose.FEATURE_NAMES.index("time in window")] = 50.0
@@ -180,3 +180,21 @@ def test_ablating_the_choice_answers_from_the_rule_step(ask_store, embedder, mon
     own = rule.ask(question, conversation_id=ALICE, store_answer=False).source_refs[:1]
     assert ablated.ask(question, conversation_id=ALICE, store_answer=False).source_refs[:1] == own
     assert learned.ask(question, conversation_id=ALICE, store_answer=False).source_refs[:1] != own
+
+
+def test_the_valid_end_of_a_revision_chain_is_never_replaced(ask_store, embedder, monkeypatch):
+    """"Where is Alice moving?" is answered along the Oslo → Porto chain; weights that would take the latest sentence
+    anywhere else leave it, and nothing is logged to learn from."""
+    from tracecli.query.ask import Asker
+    from tracecli.query.settings import AskSettings
+
+    w = np.zeros(len(choose.FEATURE_NAMES))
+    w[choose.FEATURE_NAMES.index("time in window")] = 50.0
+    w[choose.FEATURE_NAMES.index("proposed")] = -1.0
+    monkeypatch.setattr(choose, "weights", lambda: w)
+    learned = Asker(ask_store, settings=AskSettings(), embedder=embedder)
+    learned.choice_log = []
+    res = learned.ask("Where is Alice moving?", conversation_id=ALICE, store_answer=False)
+    assert res.support == "chain" and "Porto" in res.answer
+    assert learned.choice_log == []
+    assert not choose.replaceable("chain") and choose.replaceable("frame") and choose.replaceable("sentence")

@@ -24,7 +24,7 @@ from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
 from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, event_answer, newest_successor, read_event
 from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mark_winner
-from tracecli.query.choose import Flags, Row, candidate_rows, choose, flags_of
+from tracecli.query.choose import Flags, Row, candidate_rows, choose, flags_of, replaceable
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
@@ -568,8 +568,10 @@ class Asker:
                 relevance: Mapping[str, float], answer: Answer, question: str, as_of: str | None, readers: Readers,
                 best_cos: float) -> Answer:
         """The answer read from the sentence the learned model prefers among the best candidates
-        (`tracecli.query.choose`), or the rule step's own when it prefers that one; an abstention stays one."""
-        if answer.abstained or not answer.event_ids or answer.event_ids[0] not in graph.events or not ranked:
+        (`tracecli.query.choose`), or the rule step's own when it prefers that one; an abstention and the valid end of
+        a revision chain stay as they are."""
+        if answer.abstained or not answer.event_ids or answer.event_ids[0] not in graph.events or not ranked \
+                or not replaceable(answer.support):
             return answer
         learned = self.settings.learned_choice and "choice" not in self.settings.ablate
         if not learned and self.choice_log is None:

@@ -6,9 +6,11 @@ answers is among the next few it ranked. This module scores each of the best-ran
 one) with a conditional-logit model over general features — its rank and score, who said it, whether it is the
 proposal, how its time stands against the other candidates' (the latest of the same person's near-equals, later
 than the proposal), whether it asks, muses or negates, whether it holds a value of the asked type, presents
-something as new, shares the question's words, and how close its sentence is to the proposal's — with the time
-features weighted apart for questions about now, about a date and about what came before. The sentence with the
-highest score answers; its softmax probability is the answer's confidence.
+something as new, shares the question's words, and how close its sentence is to the proposal's — each feature
+weighted once for all questions and once more for the kind asked (a question that says "now", another about the
+present, one about a date, one about what came before). The sentence with the highest score answers; its softmax
+probability is the answer's confidence. An answer that is the valid end of a revision chain (support `chain`) is
+never replaced: the graph's explicit revisions outrank any choice among sentences.
 
 The weights (`choose_weights.json`) are fitted by `benchmarks/train_chooser.py` on the dev sets only (the sets
 whose failures were read); nothing in this module names a word, phrase or value from any set. Quality is quoted on
@@ -85,6 +87,11 @@ class Flags:
     says_now: bool = False  # the question itself says it wants the state now ("… these days?")
 
 
+def replaceable(support: str) -> bool:
+    """May the learned choice replace an answer of this support? Not the valid end of a revision chain."""
+    return support != "chain"
+
+
 def flags_of(shape: QueryShape, question: str, as_of: str | None, support: str) -> Flags:
     before = "before" in question.lower() or shape.before_event_verb is not None
     return Flags(now=shape.wants_current and not before and as_of is None, as_of=as_of is not None, before=before,
@@ -151,14 +158,12 @@ def features(rows: Sequence[Row], flags: Flags) -> np.ndarray:
                 r.valid, r.question, r.hedged, r.muses, r.typed, r.novel, r.overlap, min(r.shared, 3) / 3,
                 min(r.words, 40) / 40, r.negated, r.frame, r.facet, r.near_proposal, r.holds_value, r.asking,
                 later_same == 0, latest_near, when, min(later_same, 4) / 4, r.key_share, r.asked_noun]
-        timed = [r.later, later_same == 0, latest_near, when, min(later_same, 4) / 4, r.novel, r.valid, r.proposed]
         support = [r.proposed and flags.support == s for s in ("chain", "frame", "sentence")]
         extra = [latest_typed, latest_on_topic, 1.0 / (1 + own_rank), r.earlier]
-        vec = [float(x) for x in base]
-        vec += [float(a) * k for k in kinds for a in timed]
-        vec += [float(x) for x in support]
-        vec += [float(x) for x in extra]
-        vec += [float(a) * k for k in kinds for a in extra]
+        own = [float(x) for x in base + extra]
+        # every feature once for all questions and once more for the kind of question asked (a model per kind
+        # that shares what holds for all)
+        vec = own + [a * k for k in kinds for a in own] + [float(x) for x in support]
         out.append(vec)
     return np.asarray(out, dtype=np.float64)
 
@@ -168,13 +173,10 @@ _BASE = ["inverse rank", "score", "gap to best", "said by the person", "about th
          "question overlap", "shared words", "length", "negated", "has a frame", "has a facet", "close to the proposal",
          "names a value", "asks the other", "latest of its speaker's", "latest near-equal", "time in window",
          "later of its speaker's", "frame key asked", "asked noun"]
-_TIMED = ["later than the proposal", "latest of its speaker's", "latest near-equal", "time in window",
-          "later of its speaker's", "novel", "valid", "proposed"]
 _EXTRA = ["latest typed", "latest on topic", "own rank", "earlier than the proposal"]
 _KINDS = ("said now", "now", "as of", "before")
-FEATURE_NAMES = (_BASE + [f"{k}: {a}" for k in _KINDS for a in _TIMED]
-                 + [f"proposed, rests on {s}" for s in ("chain", "frame", "sentence")]
-                 + _EXTRA + [f"{k}: {a}" for k in _KINDS for a in _EXTRA])
+FEATURE_NAMES = (_BASE + _EXTRA + [f"{k}: {a}" for k in _KINDS for a in _BASE + _EXTRA]
+                 + [f"proposed, rests on {s}" for s in ("chain", "frame", "sentence")])
 
 
 @lru_cache(maxsize=1)
