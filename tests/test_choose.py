@@ -138,6 +138,15 @@ def test_weights_that_do_not_fit_the_features_are_not_used(tmp_path, monkeypatch
         choose.weights.cache_clear()
 
 
+def _latest_only() -> np.ndarray:
+    """Weights that value only a sentence's place in time (the latest wins; a little against the proposal, since the
+    latest sentence's message may hold several candidates)."""
+    w = np.zeros(len(choose.FEATURE_NAMES))
+    w[choose.FEATURE_NAMES.index("time in window")] = 50.0
+    w[choose.FEATURE_NAMES.index("proposed")] = -1.0
+    return w
+
+
 def test_ask_reads_its_answer_from_the_chosen_sentence(ask_store, embedder, monkeypatch):
     """Through `Asker`: every answered question logs its candidates; with weights that only value a sentence's
     place in time the answer comes from the latest candidate, with the learned choice off from the rule step's."""
@@ -153,9 +162,7 @@ def test_ask_reads_its_answer_from_the_chosen_sentence(ask_store, embedder, monk
     latest = max(rows, key=lambda r: (r.event.seq, r.event.sentence_idx))
     assert not latest.proposed  # else this question cannot tell the two apart
 
-    w = np.zeros(len(choose.FEATURE_NAMES))
-    w[choose.FEATURE_NAMES.index("time in window")] = 50.0
-    w[choose.FEATURE_NAMES.index("proposed")] = -1.0  # the latest sentence's message may hold several candidates
+    w = _latest_only()
     learned = Asker(ask_store, settings=AskSettings(learned_choice=True), embedder=embedder)
     monkeypatch.setattr(choose, "weights", lambda: w)
     chosen = learned.ask(question, conversation_id=ALICE, store_answer=False)
@@ -171,9 +178,7 @@ def test_ablating_the_choice_answers_from_the_rule_step(ask_store, embedder, mon
     assert check_ablations(["choice"]) == ["choice"]
     question = "Where is Alice travelling?"
     rule = Asker(ask_store, settings=AskSettings(learned_choice=False), embedder=embedder)
-    w = np.zeros(len(choose.FEATURE_NAMES))
-    w[choose.FEATURE_NAMES.index("time in window")] = 50.0
-    w[choose.FEATURE_NAMES.index("proposed")] = -1.0
+    w = _latest_only()
     monkeypatch.setattr(choose, "weights", lambda: w)
     ablated = Asker(ask_store, settings=AskSettings(ablate=frozenset({"choice"})), embedder=embedder)
     learned = Asker(ask_store, settings=AskSettings(), embedder=embedder)
@@ -188,9 +193,7 @@ def test_the_valid_end_of_a_revision_chain_is_never_replaced(ask_store, embedder
     from tracecli.query.ask import Asker
     from tracecli.query.settings import AskSettings
 
-    w = np.zeros(len(choose.FEATURE_NAMES))
-    w[choose.FEATURE_NAMES.index("time in window")] = 50.0
-    w[choose.FEATURE_NAMES.index("proposed")] = -1.0
+    w = _latest_only()
     monkeypatch.setattr(choose, "weights", lambda: w)
     learned = Asker(ask_store, settings=AskSettings(), embedder=embedder)
     learned.choice_log = []
