@@ -5,7 +5,8 @@ Usage:
 
 Each SET_DIR holds `conversations/` and `questions.json` (the held-out format of `benchmarks/data/heldout_*`);
 the default is every set the README calls dev. Each set is built once into DIR/<set>.db (kept, so a second run
-only asks). Every question is asked with the learned choice off; the rule answer step's proposal and the best-ranked
+only asks; delete DIR after changing build-graph), and its candidate rows are kept beside it while the query
+stage's code is unchanged. Every question is asked with the learned choice off; the rule answer step's proposal and the best-ranked
 sentences become one group of candidates, a candidate marked right when its message is one the question's gold
 evidence names. `--cv` prints, per question kind, how often the rule step's own sentence and the model's choice
 are a gold evidence message, each set scored by a model fitted on the others. The weights fitted on all the sets
@@ -17,6 +18,7 @@ Only dev sets may be given: a set the weights were fitted on cannot be quoted as
 from __future__ import annotations
 
 import argparse
+import hashlib
 import pickle
 import sys
 from collections import Counter, defaultdict
@@ -45,12 +47,24 @@ Group = tuple[str, str, np.ndarray, np.ndarray, np.ndarray]  # set, kind, featur
 Asked = tuple[str, str, list[choose.Row], choose.Flags, np.ndarray, np.ndarray]  # set, kind, rows, flags, right, stale
 
 
+def _query_code() -> str:
+    """A digest of the query stage's source: the cached rows were read by this code (`asked_groups`)."""
+    digest = hashlib.sha1()
+    for path in sorted((ROOT / "tracecli" / "query").glob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def asked_groups(set_dir: Path, workdir: Path, embedder: object) -> list[Asked]:
     """Each answered question of the set as its candidate rows, asked on the set's database in `workdir` (built the
-    first time) and kept there (`<set>.rows.pkl`: a second run only fits)."""
+    first time; delete it after changing what build-graph writes) and kept there (`<set>.rows.pkl`) while the query
+    stage's code is the same, so a second run only fits."""
     cache = workdir / f"{set_dir.name}.rows.pkl"
+    code = _query_code()
     if cache.exists():
-        return pickle.loads(cache.read_bytes())
+        stamp, rows = pickle.loads(cache.read_bytes())
+        if stamp == code:
+            return rows
     data = load_updates(set_dir / "conversations", questions=set_dir / "questions.json")
     db = workdir / f"{set_dir.name}.db"
     fresh = not db.exists()
@@ -74,7 +88,7 @@ def asked_groups(set_dir: Path, workdir: Path, embedder: object) -> list[Asked]:
         stale = np.array([bool(s.leaked) and not ok for s, ok in zip(said, right)], dtype=float)
         out.append((set_dir.name, q.groups.get("kind", "?"), rows, flags, right, stale))
     store.close()
-    cache.write_bytes(pickle.dumps(out))
+    cache.write_bytes(pickle.dumps((code, out)))
     return out
 
 
