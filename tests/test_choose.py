@@ -123,12 +123,21 @@ def test_the_shipped_weights_fit_the_features():
     data = json.loads(choose.WEIGHTS_FILE.read_text(encoding="utf-8"))
     assert data["trained_on"] and all(name.startswith("heldout_") for name in data["trained_on"])
     # the sets quality is quoted on were never fitted on (README, Quality)
-    assert not {"heldout_w", "heldout_x"} & set(data["trained_on"])
+    assert not {"heldout_w", "heldout_x", "heldout_y", "heldout_z", "heldout_aa"} & set(data["trained_on"])
 
 
-def test_weights_that_do_not_fit_the_features_are_not_used(tmp_path, monkeypatch):
+@pytest.mark.parametrize("content", [
+    json.dumps({"features": ["rank"], "weights": [1.0]}),  # fitted for other features
+    json.dumps({"features": choose.FEATURE_NAMES, "weights": [1.0, 2.0]}),  # too few weights
+    json.dumps({"features": choose.FEATURE_NAMES, "weights": ["x"] * len(choose.FEATURE_NAMES)}),
+    json.dumps({"features": choose.FEATURE_NAMES, "weights": [[1.0]] * len(choose.FEATURE_NAMES)}),
+    json.dumps({"features": choose.FEATURE_NAMES}),  # no weights
+    json.dumps([1, 2, 3]),
+    "{not json",
+], ids=["other-features", "short", "strings", "nested", "missing", "list", "broken"])
+def test_weights_that_do_not_fit_the_features_are_not_used(tmp_path, monkeypatch, content):
     stale = tmp_path / "w.json"
-    stale.write_text(json.dumps({"features": ["rank"], "weights": [1.0]}), encoding="utf-8")
+    stale.write_text(content, encoding="utf-8")
     monkeypatch.setattr(choose, "WEIGHTS_FILE", stale)
     choose.weights.cache_clear()
     try:

@@ -181,15 +181,16 @@ FEATURE_NAMES = (_BASE + _EXTRA + [f"{k}: {a}" for k in _KINDS for a in _BASE + 
 
 @lru_cache(maxsize=1)
 def weights() -> np.ndarray | None:
-    """The fitted weights, or None when the file is missing or does not fit `FEATURE_NAMES`."""
+    """The fitted weights, or None when the file is missing, malformed or does not fit `FEATURE_NAMES` (the rule
+    answer step then stands alone)."""
     try:
         data = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if not isinstance(data, dict) or data.get("features") != FEATURE_NAMES:
+            return None
+        w = np.asarray(data["weights"], dtype=np.float64)
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    w = data.get("weights") if isinstance(data, dict) else None
-    if not isinstance(w, list) or data.get("features") != FEATURE_NAMES:
-        return None
-    return np.asarray(w, dtype=np.float64)
+    return w if w.shape == (len(FEATURE_NAMES),) and np.isfinite(w).all() else None
 
 
 def probabilities(x: np.ndarray, w: np.ndarray) -> np.ndarray:
