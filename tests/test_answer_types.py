@@ -1,9 +1,11 @@
 """What a question asks for, typed: the noun a what/which question asks about is read from its parse and typed by
 WordNet (a person, a sum of money, a time, a colour), and the sentence an answer comes from is reduced to the value
-of that type; a closing event clause ("… when her car failed its MOT?") says when, not what."""
+of that type; an event clause ("… when her car failed its MOT?", "When her car failed its MOT, …?") says when, not
+what."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 
 import pytest
@@ -105,12 +107,25 @@ def test_a_value_that_only_repeats_the_asked_noun_does_not_answer() -> None:
     ("Who was Noor's dentist around the time her drummer quit?", "Who was Noor's dentist?"),
     ("When did Noor move?", "When did Noor move?"),  # an opening "when" asks for a time
     ("What was Noor doing at the time?", "What was Noor doing at the time?"),  # no event named
+    # the same clause opening the question
+    ("When her car failed its MOT, which allotment plot did Noor have?", "Which allotment plot did Noor have?"),
+    ("Around the time Noor's drummer quit, who was her dentist?", "Who was her dentist?"),
+    ("When did Noor move, roughly?", "When did Noor move, roughly?"),  # "When did …" asks for a time
 ])
-def test_a_closing_event_clause_is_left_out_of_what_is_ranked(question: str, kept: str) -> None:
+def test_an_event_clause_is_left_out_of_what_is_ranked(question: str, kept: str) -> None:
     assert event_clause_dropped(question) == kept
 
 
-def test_a_closing_event_clause_scopes_the_question_to_that_event() -> None:
-    s = shape_of("Which allotment plot did Noor have when her car failed its MOT?", NAMES, None)
-    assert s.back_when == "her car failed its MOT" and not s.wants_current
+@pytest.mark.parametrize(("question", "wh"), [
+    ("Which allotment plot did Noor have when her car failed its MOT?", "which"),
+    ("When her car failed its MOT, which allotment plot did Noor have?", "which"),
+    ("At the time her car failed its MOT, where did Noor live?", "where"),
+])
+def test_an_event_clause_scopes_the_question_to_that_event(question: str, wh: str) -> None:
+    s = shape_of(question, NAMES, None)
+    assert s.back_when == s.event_clause == "her car failed its MOT" and not s.wants_current
+    assert s.wh == wh  # an opening "When X, where …?" asks where, not when
+    dated = shape_of(question, NAMES, None, as_of=dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc))
+    assert dated.event_clause == "her car failed its MOT" and dated.back_when is None  # the date given wins
     assert shape_of("When did Noor move?", NAMES, None).back_when is None
+    assert shape_of("When did Noor move, roughly?", NAMES, None).wh == "when"

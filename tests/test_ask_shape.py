@@ -178,6 +178,9 @@ def test_event_scopes_are_read_but_resolved_later() -> None:
         ("What was the cat called back when Alice rebooked the Japan flight for 3 May?", "2024-03-12T19:56:05Z", "Biscuit"),
         # s7-m3 (2024-08-11T11:23:03Z): "We got the keys to our new place in Porto"; Lumen Health came on 2024-09-14
         ("Which company did Alice work for back when she got the keys to the new place in Porto?", "2024-08-11T11:23:03Z", "Brightwave"),
+        # the same clauses opening the question
+        ("When Alice rebooked the Japan flight for 3 May, what was the cat called?", "2024-03-12T19:56:05Z", "Biscuit"),
+        ("Back when she got the keys to the new place in Porto, which company did Alice work for?", "2024-08-11T11:23:03Z", "Brightwave"),
     ],
 )
 def test_back_when_takes_the_time_of_the_matching_message(asker: Any, question: str, as_of: str, answer: str) -> None:

@@ -368,6 +368,8 @@ class Asker:
             t = time.perf_counter()
             best_cos = max([h.cosine for h in hits[:5]] + [0.0])
             ranked_events = self._rerank_sentences(scope, avec, ranked_events, shape)
+            if shape.anchor_note is not None:  # "When her car failed its MOT, …": that message says when, not what
+                ranked_events = [(ev, r) for ev, r in ranked_events if shape.anchor_note not in ev.note_rowids]
             readers = self._readers(scope, avec)
             answer = answer_offline(graph, shape, ranked_events, relevance, best_cos, as_of_iso, settings, question,
                                     readers)
@@ -489,16 +491,17 @@ class Asker:
             if hits:
                 shape.as_of = parse_iso(hits[0].time_anchor) - dt.timedelta(seconds=1)  # type: ignore[arg-type]
                 shape.as_of_source = "question"
-        elif shape.back_when:
-            vec = np.asarray(self.embedder.embed_batch([shape.back_when])[0], dtype=np.float32)
-            if len(scope.note_rowids):
-                cos = scope.note_matrix @ vec
-                best_rowid = scope.note_rowids[int(np.argmax(cos))]
-                for ev in graph.events.values():
-                    if best_rowid in ev.note_rowids and ev.time_anchor:
+        elif shape.event_clause and len(scope.note_rowids):
+            # the message that best states the clause's event: its time is the as-of time (unless a date was given)
+            vec = np.asarray(self.embedder.embed_batch([shape.event_clause])[0], dtype=np.float32)
+            best_rowid = scope.note_rowids[int(np.argmax(scope.note_matrix @ vec))]
+            for ev in graph.events.values():
+                if best_rowid in ev.note_rowids and ev.time_anchor:
+                    shape.anchor_note = best_rowid
+                    if shape.back_when:
                         shape.as_of = parse_iso(ev.time_anchor)
                         shape.as_of_source = "question"
-                        break
+                    break
         if shape.as_of is not None:
             shape.wants_current = False
 

@@ -48,6 +48,15 @@ _BEFORE_EVENT = re.compile(r"\bbefore\s+(?:she|he|they|[A-Z][a-z]+)\s+(moved|swi
 #: "When …?", which asks for a time
 _BACK_WHEN = re.compile(r"(?<=\w)[\s,]+(?:back\s+)?(?:when|while|whilst|around the time|at the time|by the time)\s+"
                         r"(?P<rest>\w+\s+\w.*)$", re.I)
+#: the same clause opening the question ("When her car failed its MOT, which plot did Noor have?", "Around the time X
+#: quit, where …?"): a clause, not "When did …" (its first word after the conjunction is no auxiliary), then a comma
+#: and a question
+_OPENING_WHEN = re.compile(
+    r"^\s*(?:back\s+)?(?:when|while|whilst|around the time|at the time|by the time)\s+"
+    r"(?P<rest>(?!(?:did|does|do|is|was|were|are|will|would|has|have|had|can|could|should|shall|may|might)\b)"
+    r"\w[\w'’]*\s+\w[^,?]*?)\s*,\s*"
+    r"(?P<main>(?:what|which|who|whom|whose|where|how|when|why|did|does|do|is|was|were|are|had|has|have)\b.+)$",
+    re.I)
 
 
 @dataclass
@@ -65,6 +74,11 @@ class QueryShape:
     says_now: bool = False  # the question itself asks for the state now ("… now?", "… these days?")
     before_event_verb: str | None = None
     back_when: str | None = None
+    #: the event clause ("… when her car failed its MOT?", "When her car failed its MOT, …?"), also when a date
+    #: was given with the question; the message it is found in (set at query time) says when, so its sentences are
+    #: no answer
+    event_clause: str | None = None
+    anchor_note: int | None = None
     #: capitalised words that look like names of someone or something but are not a known person
     #: ("Where is Alice going?" over a chat between Erin and Maya); see `unknown_names`
     unknown: list[str] = field(default_factory=list)
@@ -114,7 +128,11 @@ def event_clause_dropped(question: str) -> str:
     "Which plot did Noor have?"): the clause says when, not what; sentences about that event are not the answer."""
     m = _BACK_WHEN.search(question)
     if m is None:
-        return question
+        opening = _OPENING_WHEN.match(question)
+        if opening is None:
+            return question
+        main = opening.group("main")
+        return main[0].upper() + main[1:] if len(main.split()) >= 3 else question
     cut = question[: m.start()].rstrip(" ,") + ("?" if question.rstrip().endswith("?") else "")
     return cut if len(cut.split()) >= 3 else question
 
@@ -200,7 +218,9 @@ def time_scope(question: str, now: dt.datetime | None) -> tuple[dt.datetime | No
 
 def shape_of(question: str, names: Sequence[str], now: dt.datetime | None, as_of: dt.datetime | None = None) -> QueryShape:
     """Read the question: plan, answer type, facets, people, time scope."""
-    shape = QueryShape(plan=detect_plan(question), wh=detect_wh(question), facets=question_facets(question),
+    opening = _OPENING_WHEN.match(question)
+    asked = opening.group("main") if opening else question  # "When X, where …?" asks where, not when
+    shape = QueryShape(plan=detect_plan(asked), wh=detect_wh(asked), facets=question_facets(question),
                        people=people_in(question, names), unknown=unknown_names(question, names))
     if as_of is not None:
         shape.as_of, shape.as_of_source = as_of, "option"
@@ -211,11 +231,13 @@ def shape_of(question: str, names: Sequence[str], now: dt.datetime | None, as_of
     m = _BEFORE_EVENT.search(question)
     if m and shape.as_of is None:
         shape.before_event_verb = m.group(1).lower()
-    m = _BACK_WHEN.search(question)
-    if m and shape.as_of is None:
-        shape.back_when = m.group("rest").strip(" ?")
+    m = _BACK_WHEN.search(question) or opening
+    if m:
+        shape.event_clause = m.group("rest").strip(" ?")
+        if shape.as_of is None:
+            shape.back_when = shape.event_clause
     shape.says_now = bool(_NOW.search(question))
     shape.wants_current = shape.as_of is None and shape.before_event_verb is None and shape.back_when is None
-    if shape.as_of is not None and shape.plan == "factual":
+    if (shape.as_of is not None or shape.event_clause) and shape.plan == "factual":
         shape.plan = "temporal"
     return shape

@@ -1,0 +1,57 @@
+"""An event clause scopes a question to a time and is not itself the answer: "When Ivo's brother passed his driving
+test, which part was Ivo singing?" reads the part as it stood when the message about the test was said, and that
+message (which mentions choir too) is where the time comes from, not what is cited (`shape._OPENING_WHEN`,
+`Asker._resolve_event_scopes`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tracecli.graph.build import build_graph
+from tracecli.ingest import ingest_parsed, parse_file
+from tracecli.query.ask import Asker
+from tracecli.store import open_store
+
+CHAT = Path(__file__).parent / "fixtures" / "event_clause.json"
+CONV = "ivo-noor-choir"
+ANCHOR = "s2-m1"  # the brother's driving test
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
+    path = tmp_path_factory.mktemp("clause") / "c.db"
+    with open_store(path) as s:
+        ingest_parsed(s, CHAT, parse_file(CHAT), embedder)
+        build_graph(s, extractor="rules")
+    return path
+
+
+def _ask(db: Path, embedder: Any, question: str, as_of: str | None = None) -> Any:
+    with open_store(db) as s:
+        return Asker(s, embedder=embedder).ask(question, conversation_id=CONV, as_of=as_of, store_answer=False)
+
+
+@pytest.mark.parametrize("question", [
+    "When Ivo's brother passed his driving test, which part was Ivo singing?",
+    "Which part was Ivo singing when his brother passed his driving test?",
+    "Around the time Ivo's brother passed his driving test, what part did Ivo sing in the choir?",
+])
+def test_the_clause_sets_the_time_and_its_message_is_not_the_answer(db: Path, embedder: Any, question: str) -> None:
+    res = _ask(db, embedder, question)
+    assert res.as_of is not None and res.as_of.startswith("2024-03-14")
+    assert "baritone" not in res.answer.lower()
+    assert "s1-m2" in res.source_refs and ANCHOR not in res.source_refs  # "I sing tenor in the community choir"
+
+
+def test_with_a_date_given_the_clause_still_names_no_answer(db: Path, embedder: Any) -> None:
+    res = _ask(db, embedder, "When Ivo's brother passed his driving test, which part was Ivo singing?",
+               as_of="2024-03-15")
+    assert "tenor" in res.answer.lower() and "s1-m2" in res.source_refs and ANCHOR not in res.source_refs
+
+
+def test_without_a_clause_the_current_part_is_answered(db: Path, embedder: Any) -> None:
+    res = _ask(db, embedder, "Which part does Ivo sing in the choir now?")
+    assert "baritone" in res.answer.lower()
