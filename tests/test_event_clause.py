@@ -17,7 +17,7 @@ from tracecli.store import open_store
 
 CHAT = Path(__file__).parent / "fixtures" / "event_clause.json"
 CONV = "ivo-noor-choir"
-ANCHOR = "s2-m1"  # the brother's driving test
+ANCHOR = "s2-m1"  # the brother's driving test (s2-m0, Noor asking about it, states nothing and is no anchor)
 
 
 @pytest.fixture(scope="module")

@@ -494,14 +494,14 @@ class Asker:
         elif shape.event_clause and len(scope.note_rowids):
             # the message that best states the clause's event: its time is the as-of time (unless a date was given)
             vec = np.asarray(self.embedder.embed_batch([shape.event_clause])[0], dtype=np.float32)
-            best_rowid = scope.note_rowids[int(np.argmax(scope.note_matrix @ vec))]
-            for ev in graph.events.values():
-                if best_rowid in ev.note_rowids and ev.time_anchor:
-                    shape.anchor_note = best_rowid
-                    if shape.back_when:
-                        shape.as_of = parse_iso(ev.time_anchor)
-                        shape.as_of_source = "question"
-                    break
+            timed = {r: ev for ev in graph.events.values() if ev.time_anchor for r in ev.note_rowids}
+            cos = scope.note_matrix @ vec
+            best = next((i for i in np.argsort(-cos) if scope.note_rowids[int(i)] in timed), None)
+            if best is not None:  # the best-matching note that holds an event (not a note of no statement)
+                shape.anchor_note = scope.note_rowids[int(best)]
+                if shape.back_when:
+                    shape.as_of = parse_iso(timed[shape.anchor_note].time_anchor)  # type: ignore[arg-type]
+                    shape.as_of_source = "question"
         if shape.as_of is not None:
             shape.wants_current = False
 
