@@ -594,3 +594,20 @@ def test_a_sentence_that_only_muses_gives_way_to_one_that_states():
 def test_growing_up_somewhere_asks_where_someone_is_from():
     for question in ("Where did Noor grow up?", "Where does Noor come from?", "Where is Noor's hometown?"):
         assert shape_of(question, ["Noor"], None).facets[0] == "hometown", question
+
+
+def test_with_no_frame_said_by_then_a_sentence_naming_a_value_of_the_asked_type_answers():
+    # "Where was Noor living?" as of March, the residence facet stated only in May: a sentence said by then that
+    # names a place is read (the sentence fallback); one that names nothing of that type leaves it unknown
+    early = _ev("a", 1, "the flat in Bristol is freezing this winter")
+    later = _ev("b", 5, "moved to Leeds last week", value="Leeds", facet="residence")
+    question = "Where was Noor living at that point?"
+    as_of = "2024-03-01T00:00:00Z"
+    shape = shape_of(question, ["Noor"], None)
+    args = (_graph(early, later), shape, [(early, 0.8), (later, 0.7)], {"a": 0.8, "b": 0.7}, 0.9, as_of)
+    answered = answer_offline(*args, AskSettings(), question)
+    assert not answered.abstained and "Bristol" in answered.text and answered.source_refs == ["m1"]
+    assert answer_offline(*args, AskSettings(later_only_sentences=False), question).abstained
+    vague = _ev("c", 1, "the flat is freezing this winter")
+    args = (_graph(vague, later), shape, [(vague, 0.8), (later, 0.7)], {"c": 0.8, "b": 0.7}, 0.9, as_of)
+    assert answer_offline(*args, AskSettings(), question).abstained

@@ -759,6 +759,17 @@ def _hedged(ev: EventNode) -> bool:
     return any(is_hedged(t) for t in _parsed(ev.quote) if t.pos_ in ("VERB", "AUX"))
 
 
+def _typed_value_near(graph: Graph, shape: QueryShape, question: str, ranked_events: Sequence[tuple[EventNode, float]],
+                      as_of: str | None, settings: AskSettings) -> bool:
+    """Does one of the three best sentences said by then name a value of the asked type (a colour for "What colour
+    …?", a name for "What was the cat called?")? Then the sentence reader has something to answer with."""
+    asked = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
+    people = named_people(graph, shape)
+    near = [ev for ev, _ in ranked_events[:3] if ev.validity_at(as_of) > 0
+            and (as_of is None or not ev.time_anchor or ev.time_anchor <= as_of)]
+    return bool(asked) and any(_holds(ev.quote, asked, people) for ev in near)
+
+
 def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],
                    relevance: Mapping[str, float], best_note_cosine: float, as_of: str | None,
                    settings: AskSettings, question: str = "", readers: Readers | None = None) -> Answer:
@@ -839,11 +850,7 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
             # what the person did with the asked predicate is another kind of thing, but a sentence ranked near the
             # top names a value of the asked type ("painting the kitchen sage green" for "What colour …?"): the
             # sentence reader below answers rather than nobody
-            asked = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
-            people = named_people(graph, shape)
-            near = [ev for ev, _ in ranked_events[:3] if ev.validity_at(as_of) > 0
-                    and (as_of is None or not ev.time_anchor or ev.time_anchor <= as_of)]
-            if asked and any(_holds(ev.quote, asked, people) for ev in near):
+            if _typed_value_near(graph, shape, question, ranked_events, as_of, settings):
                 framed = None
         if framed is not None and settings.frame_restate and not framed.abstained and readers is not None \
                 and shape.wants_current and shape.says_now and "before" not in question.lower():
@@ -852,7 +859,8 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
                 return event_answer(graph, again, shape, best_note_cosine, question)
         if framed is not None:
             return framed
-    if later_only:
+    if later_only and not (settings.later_only_sentences and _typed_value_near(graph, shape, question, ranked_events,
+                                                                              as_of, settings)):
         return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
     if found is not None:
         ev, conflicts = found

@@ -115,6 +115,11 @@ class AskSettings:
     # an as-of question whose typed facet the named person states only after that date is answered by a frame
     # said by then when there is one, else abstains (twelve dev sets: +2 / −0)
     known_later_frame: bool = True
+    # … and with no such frame, the sentence fallback answers when one of the three best sentences said by then names
+    # a value of the asked type (a place for "Where …?"), else it abstains (eighteen dev sets: +1 / −0; Z, dev since
+    # session 12: +1 / −0; reading every such question by sentences instead: +6 on dev, but "as of a date before
+    # the cat existed" was then answered with an unrelated sentence)
+    later_only_sentences: bool = True
     # a later message of the same person naming the answer's value again while telling a change answers instead
     # (`answer.said_over`), not after a chain answer, the change told by the sentence naming the value or the one
     # naming what came instead: on the twelve dev sets +11 / −2 valid, 11 fewer stale
