@@ -7,7 +7,8 @@ from collections import defaultdict
 
 from ask_fixtures import ALICE, ask_db, copy_db  # noqa: F401 (ask_db is a fixture)
 
-from tracecli.query.answer import Readers, _muses, answer_offline, echoes, extract_value, said_over
+from tracecli.query.answer import (Answer, Readers, _muses, _settled, answer_offline, echoes, extract_value, read_event,
+                                   said_over)
 from tracecli.query.paths import EventNode, Graph
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import addressed, shape_of
@@ -611,3 +612,25 @@ def test_with_no_frame_said_by_then_a_sentence_naming_a_value_of_the_asked_type_
     vague = _ev("c", 1, "the flat is freezing this winter")
     args = (_graph(vague, later), shape, [(vague, 0.8), (later, 0.7)], {"c": 0.8, "b": 0.7}, 0.9, as_of)
     assert answer_offline(*args, AskSettings(), question).abstained
+
+
+def test_a_sentence_that_tells_a_change_answers_with_the_value_it_changed_to():
+    told = {"constructions": [{"name": "from_to", "old": "first Thursday", "new": "other Sunday",
+                               "old_head": "thursday"}], "key": "change from", "type": "date", "head": "thursday"}
+    ev = _ev("a", 3, "book club's changed from the first Thursday of the month to every other Sunday", frame=told)
+    graph = _graph(ev)
+    now = "When does Noor's book club meet these days?"
+    assert read_event(graph, ev, shape_of(now, ["Noor"], None), 0.9, now, AskSettings()).text == "every other Sunday"
+    # asked what held before, the sentence's old value is the answer
+    before = "When did Noor's book club meet before it changed?"
+    said = read_event(graph, ev, shape_of(before, ["Noor"], None), 0.9, before, AskSettings()).text
+    assert "Thursday" in said and "Sunday" not in said
+    # the construction may sit on another event of the same sentence than the one the answer was read from
+    moved = {"constructions": [{"name": "from_to", "old": "Eastfield", "new": "Riverside", "old_head": "eastfield"}],
+             "key": "move to", "type": "place", "head": "riverside"}
+    a = _ev("b", 4, "the party's moved me from Eastfield to Riverside. they reckon I've a better shot there", frame=moved)
+    b = _ev("c", 4, "the party's moved me from Eastfield to Riverside. they reckon I've a better shot there",
+            frame={"key": "have", "type": "thing", "head": "shot"})
+    ward = "Which ward is Noor standing in?"
+    answer = Answer(text="Eastfield", abstained=False, event_ids=["c"], source_refs=["m4"], method="sentence")
+    assert _settled(answer, _graph(a, b), shape_of(ward, ["Noor"], None), ward, AskSettings(), None).text == "Riverside"

@@ -30,6 +30,7 @@ from tracecli.query.span import settle
 from tracecli.text import whole_words
 
 NOT_ENOUGH = "not enough evidence"
+_WORD = re.compile(r"[\w'’-]+")
 #: a frame answer must score at least this (`frame_answer`'s scale) to be given instead of the best sentence
 FRAME_ANSWER_FLOOR = 0.4
 #: sentences of one person within this (re-ranked) score of the best are restatements of one fact (see below)
@@ -805,7 +806,36 @@ def _settled(answer: Answer, graph: Graph, shape: QueryShape, question: str, set
         said = _time_phrase(graph.events[answer.event_ids[0]].quote)
         if said is not None and answer.text != said and answer.text.lower() in said.lower():
             answer.text = said
-    return settle(answer, graph, shape, question, settings, labels, focus)
+    return _past_the_change(settle(answer, graph, shape, question, settings, labels, focus), graph, shape, question)
+
+
+#: constructions that name an old and a new value in one sentence ("from X to Y", "Y instead of X", "swapped X for Y")
+_SUBSTITUTIONS = frozenset({"from_to", "instead_of", "exchange"})
+
+
+def _past_the_change(answer: Answer, graph: Graph, shape: QueryShape, question: str) -> Answer:
+    """A value read from a sentence that tells a change ("film club's changed from the first Thursday of the month
+    to every other Sunday") is the value it changed to, unless the question asks what held before: what the
+    sentence says holds from then on is Y, not the X the reader met first."""
+    if answer.abstained or not answer.event_ids or answer.event_ids[0] not in graph.events \
+            or shape.before_event_verb is not None or re.search(r"(?i)\bbefore\b", question):
+        return answer
+    ev = graph.events[answer.event_ids[0]]
+    # the sentence's constructions sit on one of its events (the one that states a frame of the speaker's)
+    told = [c for e in graph.events.values() if e.conversation_id == ev.conversation_id and e.seq == ev.seq
+            and e.sentence_idx == ev.sentence_idx for c in (e.frame or {}).get("constructions", [])]
+    for c in told:
+        old, new = c.get("old", ""), c.get("new", "")
+        if c.get("name") not in _SUBSTITUTIONS or not old or not new or new.lower() not in ev.quote.lower():
+            continue
+        said, olds, news = set(_WORD.findall(answer.text.lower())), set(_WORD.findall(old.lower())), \
+            set(_WORD.findall(new.lower()))
+        if said & olds and not said & news:
+            at = ev.quote.lower().find(new.lower())
+            widened = _time_phrase(ev.quote[max(0, at - 10):]) if shape.wh == "when" else None  # "every" before it
+            answer.text = widened if widened and new.lower() in widened.lower() else new
+            break
+    return answer
 
 
 def read_event(graph: Graph, ev: EventNode, shape: QueryShape, best_note_cosine: float, question: str,
