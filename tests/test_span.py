@@ -36,6 +36,9 @@ def _graph(*events: EventNode) -> Graph:
     ("my weekly order is a large mushroom pizza", "pizza", "large mushroom pizza"),  # a modified noun
     ("I moved to Lisbon in May", "Lisbon", "Lisbon"),  # nothing narrows it: as it was
     ("my weekly order is a large mushroom pizza", "risotto", "risotto"),  # not in the sentence: as it was
+    # a part of a name the entity reader found whole
+    ("the first plumber fell through, so we booked Barlow & Sons for March", "Sons", "Barlow & Sons"),
+    ("finally moved everything from Barclays to Monzo", "Monzo", "Monzo"),  # not across a preposition
 ])
 def test_a_value_is_widened_to_the_noun_phrase_it_is_cut_from(sentence, value, whole):
     assert widened(sentence, value) == whole

@@ -35,6 +35,8 @@ from tracecli.text import whole_words
 #: dependency labels of the words that narrow a noun down (kept when a value is widened to its noun phrase)
 _NARROWING = frozenset({"compound", "amod", "nummod", "nmod", "npadvmod", "poss"})
 _HOW_AMOUNT = re.compile(r"(?i)\bhow\s+(?:much|many|long|old|often|far|big|tall|fast|late|early|soon)\b")
+#: entity labels of names (a value inside one is widened to the whole name)
+_NAMED = frozenset({"ORG", "PERSON", "GPE", "FAC", "LOC", "PRODUCT", "WORK_OF_ART", "EVENT", "NORP"})
 #: parts of speech a value can be (a thing, a name, a number)
 _THINGS = frozenset({"NOUN", "PROPN", "NUM", "X", "SYM"})
 
@@ -83,6 +85,15 @@ def widened(text: str, value: str) -> str:
     span = locate(doc, value)
     if span is None or not len(span):
         return value
+    phrase = _noun_phrase(doc, span, value)
+    # a name the entity reader found whole, of which the value is only a part ("Son" of "Kowalski & Son")
+    named = next((e for e in doc.ents if e.label_ in _NAMED and e.start <= span.start and span.end <= e.end
+                  and len(e) > len(span) and not any(t.pos_ == "ADP" and t.lower_ != "of" for t in e)), None)
+    # (not across a preposition: "Barclays to Monzo" read as one name is two values)
+    return named.text if named is not None and named.text not in phrase else phrase
+
+
+def _noun_phrase(doc: Any, span: Any, value: str) -> str:
     head = _head_noun(span)
     if head.i < span.start:
         return value
