@@ -39,6 +39,7 @@ def _graph(*events: EventNode) -> Graph:
     # a part of a name the entity reader found whole
     ("the first plumber fell through, so we booked Barlow & Sons for March", "Sons", "Barlow & Sons"),
     ("finally moved everything from Barclays to Monzo", "Monzo", "Monzo"),  # not across a preposition
+    ("we renamed her Mochi, Biscuit just never stuck", "Mochi", "Mochi"),  # nor a comma
 ])
 def test_a_value_is_widened_to_the_noun_phrase_it_is_cut_from(sentence, value, whole):
     assert widened(sentence, value) == whole

@@ -88,9 +88,15 @@ def widened(text: str, value: str) -> str:
     phrase = _noun_phrase(doc, span, value)
     # a name the entity reader found whole, of which the value is only a part ("Son" of "Kowalski & Son")
     named = next((e for e in doc.ents if e.label_ in _NAMED and e.start <= span.start and span.end <= e.end
-                  and len(e) > len(span) and not any(t.pos_ == "ADP" and t.lower_ != "of" for t in e)), None)
-    # (not across a preposition: "Barclays to Monzo" read as one name is two values)
+                  and len(e) > len(span) and not any(_joins_two(t) for t in e)), None)
     return named.text if named is not None and named.text not in phrase else phrase
+
+
+def _joins_two(tok: Any) -> bool:
+    """A word that joins two values the entity reader may have read as one name: a preposition ("Barclays to
+    Monzo"), a comma or a conjunction ("Mochi, Biscuit", "Mochi and Biscuit"); not "of" or "&" ("Bank of
+    England", "Kowalski & Son")."""
+    return tok.lower_ not in ("of", "&") and (tok.pos_ in ("ADP", "CCONJ") or (tok.is_punct and tok.text not in ".'’-"))
 
 
 def _noun_phrase(doc: Any, span: Any, value: str) -> str:
