@@ -73,6 +73,21 @@ def build_sample_db(path: Path, embedder: Any) -> Path:
     return path
 
 
+def build_chat_db(path: Path, chats: Sequence[Path], embedder: Any, *, wiki: bool = False) -> Path:
+    """Ingest chat files and build their graph (rules), and their wiki when asked, into `path`."""
+    from tracecli.graph.build import build_graph
+    from tracecli.ingest import ingest_parsed, parse_file
+    from tracecli.wiki.compile import compile_wiki
+
+    with open_store(path) as s:
+        for f in chats:
+            ingest_parsed(s, f, parse_file(f), embedder)
+        build_graph(s, extractor="rules")
+        if wiki:
+            compile_wiki(s, embedder=embedder)
+    return path
+
+
 def copy_db(src: Path, dst: Path) -> Path:
     """A private copy of a closed (checkpointed) database file."""
     shutil.copyfile(src, dst)

@@ -7,15 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ask_fixtures import build_chat_db
 from typer.testing import CliRunner
 
 from tracecli.cli import app
-from tracecli.graph.build import build_graph
-from tracecli.ingest import ingest_parsed, parse_file
 from tracecli.query.ask import Asker
 from tracecli.query.settings import AskSettings
 from tracecli.store import open_store
-from tracecli.wiki.compile import compile_wiki
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAT = ROOT / "sample_conversations" / "update_heavy.json"
@@ -24,13 +22,7 @@ ODD = Path(__file__).parent / "fixtures" / "open_domain.json"
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
-    path = tmp_path_factory.mktemp("abl") / "a.db"
-    with open_store(path) as s:
-        for f in (CHAT, ODD):
-            ingest_parsed(s, f, parse_file(f), embedder)
-        build_graph(s, extractor="rules")
-        compile_wiki(s, embedder=embedder)
-    return path
+    return build_chat_db(tmp_path_factory.mktemp("abl") / "a.db", [CHAT, ODD], embedder, wiki=True)
 
 
 def _ask(db: Path, embedder: Any, question: str, conversation: str, *parts: str) -> Any:

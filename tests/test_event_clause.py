@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tracecli.graph.build import build_graph
-from tracecli.ingest import ingest_parsed, parse_file
+from ask_fixtures import build_chat_db
+
 from tracecli.query.ask import Asker
 from tracecli.store import open_store
 
@@ -22,11 +22,7 @@ ANCHOR = "s2-m1"  # the brother's driving test (s2-m0, Noor asking about it, sta
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
-    path = tmp_path_factory.mktemp("clause") / "c.db"
-    with open_store(path) as s:
-        ingest_parsed(s, CHAT, parse_file(CHAT), embedder)
-        build_graph(s, extractor="rules")
-    return path
+    return build_chat_db(tmp_path_factory.mktemp("clause") / "c.db", [CHAT], embedder)
 
 
 def _ask(db: Path, embedder: Any, question: str, as_of: str | None = None) -> Any:

@@ -14,11 +14,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from ask_fixtures import build_chat_db
 from typer.testing import CliRunner
 
 from tracecli.cli import app
-from tracecli.graph.build import build_graph
-from tracecli.ingest import ingest_parsed, parse_file
 from tracecli.query.ask import Asker
 from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mark_winner
 from tracecli.query.paths import EventNode, Graph, Step
@@ -26,7 +25,6 @@ from tracecli.query.paths import Path as TracePath
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import shape_of
 from tracecli.store import open_store
-from tracecli.wiki.compile import compile_wiki
 from tracecli.wiki.route import ClaimRow, load_claim_rows
 
 CHAT = Path(__file__).parent / "fixtures" / "wiki_routing.json"
@@ -35,12 +33,7 @@ CONV = "ines-tariq"
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
-    path = tmp_path_factory.mktemp("route") / "r.db"
-    with open_store(path) as s:
-        ingest_parsed(s, CHAT, parse_file(CHAT), embedder)
-        build_graph(s, extractor="rules")
-        compile_wiki(s, embedder=embedder)
-    return path
+    return build_chat_db(tmp_path_factory.mktemp("route") / "r.db", [CHAT], embedder, wiki=True)
 
 
 def _routed(db: Path, embedder: Any, question: str, as_of: str | None) -> list[ClaimRow]:
