@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -210,3 +211,25 @@ def test_the_valid_end_of_a_revision_chain_is_never_replaced(ask_store, embedder
     assert res.support == "chain" and "Porto" in res.answer
     assert learned.choice_log == []
     assert not choose.replaceable("chain") and choose.replaceable("frame") and choose.replaceable("sentence")
+
+
+def test_a_sentence_that_muses_on_an_unreal_condition_is_never_chosen(tmp_path, embedder, monkeypatch):
+    """'If I ever switched to the baritone part I'd need lessons' states nothing that holds: with weights that value
+    only a sentence's place in time (it is the latest) and its musing, the model still may not pick it."""
+    from ask_fixtures import build_chat_db
+
+    from tracecli.query.ask import Asker
+    from tracecli.query.settings import AskSettings
+    from tracecli.store import open_store
+
+    db = build_chat_db(tmp_path / "m.db", [Path(__file__).parent / "fixtures" / "musing.json"], embedder)
+    w = _latest_only()
+    w[choose.FEATURE_NAMES.index("muses")] = 50.0
+    monkeypatch.setattr(choose, "weights", lambda: w)
+    with open_store(db) as store:
+        asker = Asker(store, settings=AskSettings(learned_choice=True), embedder=embedder)
+        asker.choice_log = []
+        res = asker.ask("Which part does Ivo sing in the choir?", conversation_id="ivo-noor-musing", store_answer=False)
+    (rows, _), = asker.choice_log
+    assert any(r.muses and not r.proposed for r in rows)  # the musing sentence was a candidate
+    assert "s2-m2" not in res.source_refs and not res.abstained

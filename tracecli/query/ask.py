@@ -584,7 +584,9 @@ class Asker:
         flags = flags_of(shape, question, as_of, answer.support)
         if self.choice_log is not None:
             self.choice_log.append((rows, flags))
-        picked = choose(rows, flags) if learned else None
+        # a sentence that muses on an unreal condition ("if I ever get a sea kayak I'll need a roof rack") states no
+        # state of anyone's: the model may not pick it over the rule step's proposal
+        picked = choose([r for r in rows if r.proposed or not r.muses], flags) if learned else None
         if picked is None or picked[0].event.id == proposal.id:
             return answer
         chosen = read_event(graph, picked[0].event, shape, best_cos, question, self.settings)
