@@ -25,7 +25,12 @@ def _ev(eid: str, seq: int, quote: str, *, value: str | None = None, facet: str 
 
 
 def _graph(*events: EventNode) -> Graph:
-    return Graph({e.id: e for e in events}, defaultdict(list), defaultdict(list), {}, {})
+    """The events in a graph, each sentence's events on one note (their message's, as `load_graph` reads them)."""
+    by_note: dict[int, list[str]] = defaultdict(list)
+    for e in events:
+        e.note_rowids = e.note_rowids or [e.seq]
+        by_note[e.note_rowids[0]].append(e.id)
+    return Graph({e.id: e for e in events}, defaultdict(list), defaultdict(list), by_note, {})
 
 
 def test_echoes_reads_whole_words():

@@ -24,13 +24,13 @@ from tracecli.graph.dates import format_date
 from tracecli.query.frame_answer import asked_noun_token, asks_role, before_cut, holds_role, parse_question, said_before
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.settings import AskSettings
-from tracecli.query.shape import QueryShape
+from tracecli.query.shape import QueryShape, asks_before
 from tracecli.query.span import parsed as _parsed
 from tracecli.query.span import settle
 from tracecli.text import whole_words
+from tracecli.text import words as word_tokens
 
 NOT_ENOUGH = "not enough evidence"
-_WORD = re.compile(r"[\w'’-]+")
 #: a frame answer must score at least this (`frame_answer`'s scale) to be given instead of the best sentence
 FRAME_ANSWER_FLOOR = 0.4
 #: sentences of one person within this (re-ranked) score of the best are restatements of one fact (see below)
@@ -782,8 +782,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
     labels = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
     if settings.said_over and not answer.abstained and answer.support != "chain" and answer.event_ids \
             and answer.event_ids[0] in graph.events \
-            and (shape.wants_current or as_of is not None) and shape.before_event_verb is None \
-            and "before" not in question.lower() and shape.wh not in ("why", "yesno"):
+            and (shape.wants_current or as_of is not None) and not asks_before(question) \
+            and shape.wh not in ("why", "yesno"):
         ev = graph.events[answer.event_ids[0]]
         value = answer.text if answer.text != ev.quote and len(answer.text) < 60 else (_one_value(ev.quote) or ev.value)
         newer = None if ev.negated else said_over(graph, ev, value or "", as_of)
@@ -818,18 +818,18 @@ def _past_the_change(answer: Answer, graph: Graph, shape: QueryShape, question: 
     to every other Sunday") is the value it changed to, unless the question asks what held before: what the
     sentence says holds from then on is Y, not the X the reader met first."""
     if answer.abstained or not answer.event_ids or answer.event_ids[0] not in graph.events \
-            or shape.before_event_verb is not None or re.search(r"(?i)\bbefore\b", question):
+            or asks_before(question):
         return answer
     ev = graph.events[answer.event_ids[0]]
     # the sentence's constructions sit on one of its events (the one that states a frame of the speaker's)
-    told = [c for e in graph.events.values() if e.conversation_id == ev.conversation_id and e.seq == ev.seq
+    siblings = dict.fromkeys([ev.id, *(e for r in ev.note_rowids for e in graph.by_note.get(r, ()))])
+    told = [c for e in map(graph.events.__getitem__, siblings) if e.seq == ev.seq
             and e.sentence_idx == ev.sentence_idx for c in (e.frame or {}).get("constructions", [])]
     for c in told:
         old, new = c.get("old", ""), c.get("new", "")
         if c.get("name") not in _SUBSTITUTIONS or not old or not new or new.lower() not in ev.quote.lower():
             continue
-        said, olds, news = set(_WORD.findall(answer.text.lower())), set(_WORD.findall(old.lower())), \
-            set(_WORD.findall(new.lower()))
+        said, olds, news = set(word_tokens(answer.text)), set(word_tokens(old)), set(word_tokens(new))
         if said & olds and not said & news:
             at = ev.quote.lower().find(new.lower())
             widened = _time_phrase(ev.quote[max(0, at - 10):]) if shape.wh == "when" else None  # "every" before it
@@ -854,7 +854,7 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
         found = None  # "What is Noor's job?" asks for the role Noor holds, not for the employer
     if found is not None and shape.wh != "yesno" and echoes(question, found[0].value):
         found = None  # "Which fencing club …?" is not answered by the hobby "fencing": the question names it
-    if found is not None and settings.before_first and question and "before" in question.lower():
+    if found is not None and settings.before_first and question and asks_before(question):
         cut = before_cut(graph, question, named_people(graph, shape))
         if cut is not None and not said_before(found[0], cut):
             found = None  # "What did Tom drive before the Corsa?" is not answered by the car he drives now
@@ -883,7 +883,7 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
             if _typed_value_near(graph, shape, question, ranked_events, as_of, settings):
                 framed = None
         if framed is not None and settings.frame_restate and not framed.abstained and readers is not None \
-                and shape.wants_current and shape.says_now and "before" not in question.lower():
+                and shape.wants_current and shape.says_now and not asks_before(question):
             again = _said_again_later(graph.events[framed.event_ids[0]], ranked_events, as_of, settings, readers)
             if again is not None:
                 return event_answer(graph, again, shape, best_note_cosine, question)
@@ -916,8 +916,8 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
         # a why-question is answered by an event whose cause the graph knows, if one is nearly as relevant
         top = valid[0][1]
         best = next((ev for ev, sc in valid[:4] if sc >= top - 0.03 and _cause_of(graph, ev) is not None), None)
-    people = named_people(graph, shape) if "before" in question.lower() else []
-    cut = before_cut(graph, question, people) if "before" in question.lower() else None
+    people = named_people(graph, shape) if asks_before(question) else []
+    cut = before_cut(graph, question, people) if asks_before(question) else None
     if cut is not None and best is None:
         # "before X": the best sentence said before X was first mentioned, never one about X itself
         # what held before X is superseded by now: read it from every ranked sentence, not only the valid ones

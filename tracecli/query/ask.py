@@ -28,7 +28,7 @@ from tracecli.query.choose import Flags, Row, candidate_rows, choose, flags_of, 
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
-from tracecli.query.shape import PLAN_TEXT, QueryShape, addressed, before_clause_dropped, event_clause_dropped, shape_of
+from tracecli.query.shape import PLAN_TEXT, QueryShape, addressed, asks_before, before_clause_dropped, event_clause_dropped, shape_of
 from tracecli.query.vectors import EventVectors
 from tracecli.scope import DEFAULT_NAMESPACE, llm_scope, qualified_ref, resolve_scope
 from tracecli.store.db import ASIDE_WAIT, Store, dumps, placeholders, utc_now
@@ -375,7 +375,7 @@ class Asker:
                                     readers)
             read_from = (graph, ranked_events)
             if settings.before_flat and "graph" not in settings.ablate and answer.support != "chain" \
-                    and _asks_before(question, shape):
+                    and asks_before(question):
                 # "What did Noor drive before the camper van?" with no revision chain or frame to follow back: what
                 # held before X is read from the sentences as they were said, not through validity
                 # (see AskSettings.before_flat)
@@ -494,7 +494,8 @@ class Asker:
         elif shape.event_clause and len(scope.note_rowids):
             # the message that best states the clause's event: its time is the as-of time (unless a date was given)
             vec = np.asarray(self.embedder.embed_batch([shape.event_clause])[0], dtype=np.float32)
-            timed = {r: ev for ev in graph.events.values() if ev.time_anchor for r in ev.note_rowids}
+            timed = {r: graph.events[ids[-1]] for r, ids in graph.by_note.items()
+                     if any(graph.events[e].time_anchor for e in ids)}
             cos = scope.note_matrix @ vec
             best = next((i for i in np.argsort(-cos) if scope.note_rowids[int(i)] in timed), None)
             if best is not None:  # the best-matching note that holds an event (not a note of no statement)
@@ -857,7 +858,7 @@ def _may_replace(shape: QueryShape, question: str, own: EventNode, other: EventN
     """May a better-scored candidate replace the answer step's sentence? Not for "before X" (the answer step
     chose from what was said before X), and for the state now or at a date only with a statement no older than
     the one it replaces (an older sentence is what a revision left behind)."""
-    if shape.before_event_verb is not None or shape.back_when is not None or "before" in question.lower():
+    if shape.back_when is not None or asks_before(question):
         return False
     if shape.wants_current or shape.as_of is not None:
         return (other.seq, other.sentence_idx) >= (own.seq, own.sentence_idx)
@@ -878,11 +879,6 @@ def _claim_text(claims: dict[str, list[tuple[str, str, frozenset[str]]]], hit: N
     texts = [("[OUTDATED] " if status == "deprecated" and as_of is None else "") + text for text, status, _ in ranked]
     when = f"[{hit.timestamp[:10]}] " if hit.timestamp else ""
     return when + " ".join(texts)
-
-
-def _asks_before(question: str, shape: QueryShape) -> bool:
-    """Does the question ask what held before something ("… before the camper van?", "… before she moved?")?"""
-    return shape.before_event_verb is not None or re.search(r"(?i)\bbefore\b", question) is not None
 
 
 def _one_per_sentence(ranked: Sequence[tuple[EventNode, float]], limit: int) -> list[str]:

@@ -31,7 +31,7 @@ import numpy as np
 
 from tracecli.query.paths import EventNode, Graph
 from tracecli.query.frame_answer import _key_words, _lemmas, asked_noun
-from tracecli.query.shape import QueryShape
+from tracecli.query.shape import QueryShape, asks_before
 from tracecli.query.span import parsed
 from tracecli.text import content_words
 
@@ -93,7 +93,7 @@ def replaceable(support: str) -> bool:
 
 
 def flags_of(shape: QueryShape, question: str, as_of: str | None, support: str) -> Flags:
-    before = "before" in question.lower() or shape.before_event_verb is not None
+    before = asks_before(question)
     return Flags(now=shape.wants_current and not before and as_of is None, as_of=as_of is not None, before=before,
                  support=support, says_now=shape.says_now)
 

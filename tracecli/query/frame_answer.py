@@ -20,7 +20,7 @@ from typing import Any
 
 from tracecli.graph.frames import PROPER_TYPES
 from tracecli.query.paths import EventNode, Graph, newest_successor
-from tracecli.query.shape import QueryShape
+from tracecli.query.shape import QueryShape, asks_before
 from tracecli.text import content_words
 
 #: answer types a question word asks for (None: any)
@@ -225,7 +225,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
     before_value = None
     noun = asked_noun(question)
     role = asks_role(question)
-    m = _BEFORE_VALUE.search(question) if "before" in question.lower() else None
+    m = _BEFORE_VALUE.search(question) if asks_before(question) else None
     if m:
         before_value = set(re.findall(r"\w+", m.group("value").lower())) - _QUESTION_WORDS
     phrase = _asked_phrase(question, people)
@@ -283,7 +283,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
                 prev = predecessor(graph, latest) or replaced_by(graph, latest)
                 if prev is not None:
                     return FrameAnswer(prev, latest, 0.9, "chain")
-    cut = before_cut(graph, question, people) if "before" in question.lower() else None
+    cut = before_cut(graph, question, people) if asks_before(question) else None
     if cut is not None:
         # no revision edge leads back from X: the answer is among what was said before X was first mentioned
         cands = [c for c in cands if said_before(c.ev, cut)]

@@ -42,6 +42,15 @@ _SCOPE = re.compile(
     r"september|october|november|december) last year)\b",
     re.I,
 )
+_SAYS_BEFORE = re.compile(r"(?i)\bbefore\b")
+
+
+def asks_before(question: str) -> bool:
+    """Does the question ask what held before something ("… before the camper van?", "… before she moved?")?
+    (`QueryShape.before_event_verb` is only ever set for such a question.)"""
+    return _SAYS_BEFORE.search(question) is not None
+
+
 _BEFORE_EVENT = re.compile(r"\bbefore\s+(?:she|he|they|[A-Z][a-z]+)\s+(moved|switched|changed|started|left|got|quit|renamed|rebooked|went)\b", re.I)
 #: a closing clause that says at which event the question is asked ("… back when she lived in Leeds?", "… when her
 #: car failed its MOT?", "… while the choir was learning the Requiem?", "… around the time X quit?"); not an opening
