@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from tracecli.graph.dates import format_date
-from tracecli.query.frame_answer import asked_noun_token, asks_role, before_cut, holds_role, parse_question, said_before
+from tracecli.query.frame_answer import _key_words, _lemmas, asked_noun_token, asks_role, before_cut, holds_role, parse_question, said_before
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape, asks_before
@@ -795,11 +795,50 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
             refs = list(newer.source_refs) + [r for r in answer.source_refs if r not in newer.source_refs]
             answer = event_answer(graph, newer, shape, best_note_cosine, question, labels)
             answer.source_refs = refs
-    return _settled(answer, graph, shape, question, settings, labels)
+    return _settled(answer, graph, shape, question, settings, labels, as_of)
+
+
+def _sentence_events(graph: Graph, ev: EventNode) -> list[EventNode]:
+    """The events read from `ev`'s sentence (its own first), through the graph's note index."""
+    ids = dict.fromkeys([ev.id, *(e for r in ev.note_rowids for e in graph.by_note.get(r, ()))])
+    return [o for o in map(graph.events.__getitem__, ids) if o.seq == ev.seq and o.sentence_idx == ev.sentence_idx]
+
+
+#: verbs that ask nothing by themselves ("What does she do …?", "Where was he doing …?", "What has she got?")
+_AUXILIARIES = frozenset({"be", "do", "have", "get", "go", "make"})
+
+
+def _sibling_revised(graph: Graph, ev: EventNode, said: str, question: str, as_of: str | None) -> EventNode | None:
+    """The newer version of a fact `ev`'s sentence states and that was revised since, when the value read out is
+    that fact's value or the question asks its predicate (a sentence states several facts; the answer step may read
+    it through the one still valid). A whole-sentence answer names every fact of its sentence, so only the
+    predicate the question asks counts for it."""
+    lemmas: set[str] | None = None
+    read_out = said != ev.quote and len(said) < 60  # a value read from the sentence, not the sentence itself
+    for sib in _sentence_events(graph, ev):
+        newer = newest_successor(graph, sib, as_of, same_fact=True)
+        if newer.id == sib.id or newer.seq <= ev.seq or newer.negated or newer.validity_at(as_of) <= 0:
+            continue
+        if read_out and sib.value and whole_words(sib.value).search(said):
+            return newer
+        if sib.frame is not None:
+            lemmas = _lemmas(question) - _AUXILIARIES if lemmas is None else lemmas
+            if _key_words(sib.frame) & lemmas:
+                return newer
+    return None
 
 
 def _settled(answer: Answer, graph: Graph, shape: QueryShape, question: str, settings: AskSettings,
-             labels: tuple[str, ...] | None) -> Answer:
+             labels: tuple[str, ...] | None, as_of: str | None = None) -> Answer:
+    if settings.sibling_revised and not answer.abstained and answer.support != "chain" and answer.event_ids \
+            and answer.event_ids[0] in graph.events and (shape.wants_current or as_of is not None) \
+            and not asks_before(question) and shape.wh not in ("why", "yesno"):
+        newer = _sibling_revised(graph, graph.events[answer.event_ids[0]], answer.text, question, as_of)
+        if newer is not None:
+            refs = list(newer.source_refs) + [r for r in answer.source_refs if r not in newer.source_refs]
+            confidence = answer.confidence
+            answer = event_answer(graph, newer, shape, 1.0, question, labels)
+            answer.source_refs, answer.confidence = refs, confidence
     focus = _focus_noun(question) if shape.wh in ("what", "which") else None
     if shape.wh == "when" and not answer.abstained and answer.event_ids and answer.event_ids[0] in graph.events:
         # a frame's time value cut short by the entity reader ("other Sunday" of "every other Sunday")
@@ -822,9 +861,7 @@ def _past_the_change(answer: Answer, graph: Graph, shape: QueryShape, question: 
         return answer
     ev = graph.events[answer.event_ids[0]]
     # the sentence's constructions sit on one of its events (the one that states a frame of the speaker's)
-    siblings = dict.fromkeys([ev.id, *(e for r in ev.note_rowids for e in graph.by_note.get(r, ()))])
-    told = [c for e in map(graph.events.__getitem__, siblings) if e.seq == ev.seq
-            and e.sentence_idx == ev.sentence_idx for c in (e.frame or {}).get("constructions", [])]
+    told = [c for e in _sentence_events(graph, ev) for c in (e.frame or {}).get("constructions", [])]
     for c in told:
         old, new = c.get("old", ""), c.get("new", "")
         if c.get("name") not in _SUBSTITUTIONS or not old or not new or new.lower() not in ev.quote.lower():
@@ -839,11 +876,11 @@ def _past_the_change(answer: Answer, graph: Graph, shape: QueryShape, question: 
 
 
 def read_event(graph: Graph, ev: EventNode, shape: QueryShape, best_note_cosine: float, question: str,
-               settings: AskSettings) -> Answer:
+               settings: AskSettings, as_of: str | None = None) -> Answer:
     """The answer read from one chosen sentence the way `answer_offline` reads its own (`tracecli.query.choose`)."""
     labels = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
     return _settled(event_answer(graph, ev, shape, best_note_cosine, question, labels), graph, shape, question,
-                    settings, labels)
+                    settings, labels, as_of)
 
 
 def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],

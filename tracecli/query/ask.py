@@ -590,7 +590,7 @@ class Asker:
         picked = choose([r for r in rows if r.proposed or not r.muses], flags) if learned else None
         if picked is None or picked[0].event.id == proposal.id:
             return answer
-        chosen = read_event(graph, picked[0].event, shape, best_cos, question, self.settings)
+        chosen = read_event(graph, picked[0].event, shape, best_cos, question, self.settings, as_of)
         chosen.confidence = round(picked[1], 3)
         return chosen
 

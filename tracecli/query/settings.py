@@ -124,6 +124,11 @@ class AskSettings:
     # (`answer.said_over`), not after a chain answer, the change told by the sentence naming the value or the one
     # naming what came instead: on the twelve dev sets +11 / −2 valid, 11 fewer stale
     said_over: bool = True
+    # the answer's sentence also states a fact revised since (another event of the sentence has a newer version),
+    # and the answer names that fact's value or the question asks its predicate ("I sing tenor in the choir now,
+    # we're learning a Fauré piece" for "Which part does Ivo sing?" after "moved me from tenor to baritone"): the
+    # newer version answers (`answer._sibling_revised`)
+    sibling_revised: bool = True
     # asked for the state now, a frame or facet answer gives way to the sentence that answers the question best when
     # the same person said it later, naming something specific and not the answer's value (`answer._top_said_later`;
     # sixteen dev sets 984 / 137 → 994 / 132; at an as-of date it answered the sample conversations' as-of questions

@@ -132,9 +132,24 @@ def addressed(question: str, person: str) -> str:
     return re.sub(rf"\b{name}\b", "you", text, flags=re.I)
 
 
+def habitual(clause: str) -> bool:
+    """Does an event clause tell a habit rather than an event: its first verb in the simple present ("… when he
+    visits his gran?", "… while she's at work?")? Such a clause names no moment to scope the question to."""
+    from tracecli.graph.nlp import get_nlp
+
+    for tok in get_nlp()(clause):
+        if tok.tag_ in ("VBD", "VBN", "MD"):  # "failed", "was learning", "had moved", "would"
+            return False
+        if tok.tag_ in ("VBZ", "VBP"):
+            return True
+    return False
+
+
 def event_clause_dropped(question: str) -> str:
     """The question without a closing event clause ("Which plot did Noor have when her car failed its MOT?" →
-    "Which plot did Noor have?"): the clause says when, not what; sentences about that event are not the answer."""
+    "Which plot did Noor have?"): the clause says when, not what; sentences about that event are not the answer.
+    (A habitual clause, `habitual`, is dropped too: it scopes nothing, and its words pull towards sentences on
+    the habit rather than on what is asked.)"""
     m = _BACK_WHEN.search(question)
     if m is None:
         opening = _OPENING_WHEN.match(question)
@@ -241,7 +256,7 @@ def shape_of(question: str, names: Sequence[str], now: dt.datetime | None, as_of
     if m and shape.as_of is None:
         shape.before_event_verb = m.group(1).lower()
     m = _BACK_WHEN.search(question) or opening
-    if m:
+    if m and not habitual(m.group("rest")):
         shape.event_clause = m.group("rest").strip(" ?")
         if shape.as_of is None:
             shape.back_when = shape.event_clause
