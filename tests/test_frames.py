@@ -252,3 +252,24 @@ def test_no_name_from_an_object_before_a_possessed_noun(nlp) -> None:
     # "told Jo my plan": Jo is who was told, not the plan's name; nor is a participant's name a value of theirs
     assert not [f for f in frames(nlp, "I told Jo my plan") if f.key == "plan"]
     assert not [f for f in frames(nlp, "my mate Jonas is useless") if f.value == "Jonas"]
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    # ceasing an activity: its object or place ends
+    ("I've stopped going to the Tuesday class", ("retract", "class", None)),
+    ("I quit playing squash last month", ("retract", "squash", None)),
+    # the phrasal verbs of withdrawing, "out" read as a preposition
+    ("so I pulled out of the Brighton race", ("retract", "race", None)),
+    ("she dropped out of the course", ("retract", "course", None)),
+    # "instead of" with "of" parsed as the head of "instead": the noun it hangs on is the new value
+    ("we went with a guest bedroom instead of the office", ("instead_of", "office", "bedroom")),
+    # "from N x to N y": the repeated noun after "to" misread as a verb
+    ("I've been moved from board four to board two", ("from_to", "board", "board")),
+])
+def test_more_constructions_of_revision(nlp, text: str, found: tuple) -> None:
+    assert found in cons(nlp, text)
+
+
+def test_stopping_somewhere_or_for_something_retracts_nothing(nlp) -> None:
+    assert cons(nlp, "I stopped at the shop on the way home") == []
+    assert [c for c in cons(nlp, "I've been going to the Tuesday class") if c[0] == "retract"] == []

@@ -3,7 +3,8 @@
 Two families:
 
 * **retraction** — a statement that an earlier value no longer holds: "quit /
-  left / sold / dropped / cancelled / gave up X", "X is off / over / cancelled",
+  left / sold / dropped / cancelled / gave up X", "stopped going to X", "pulled out of X", "X is off / over /
+  cancelled",
   "X fell through", "X died / passed away", "scratch / forget X", "no longer X",
   "not X anymore";
 * **substitution** — an old and a new value in one construction: "from X to Y",
@@ -31,6 +32,10 @@ RETRACT_VERBS = ["quit", "leave", "sell", "drop", "cancel", "abandon", "ditch", 
 #: particles that turn the verbs above into verbs of ending ("give up", "call off", "break up", "move out", "move on from")
 RETRACT_PARTICLES = {"give": ["up"], "call": ["off"], "break": ["up"], "move": ["out", "away", "on"], "get": ["rid"],
                      "end": ["up"]}
+#: verbs that with "out of" mean withdrawing from something ("pull out of", "drop out of", "back out of")
+WITHDRAW_VERBS = ["move", "pull", "drop", "back", "opt", "bow"]
+#: verbs of ceasing an activity, with the activity as a gerund ("stopped going to X", "quit playing X")
+CEASE_VERBS = ["stop", "quit", "cease"]
 #: verbs of dismissing an idea, used as imperatives at the start of a sentence ("Forget Oslo", "Scratch that")
 DISMISS_VERBS = ["forget", "scratch", "scrap", "ignore", "disregard", "cancel", "nix"]
 #: verbs of ceasing to exist (Levin's "verbs of disappearance")
@@ -65,8 +70,9 @@ def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
             # passive: "the trip was cancelled", "my contract got terminated"
             _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": RETRACT_VERBS + DISMISS_VERBS}, "TAG": "VBN"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubjpass"}}),
-            # "I moved out of the flat": the particle parsed as a preposition
-            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "move", "POS": "VERB"}},
+            # "I moved out of the flat", "I pulled out of the race", "she dropped out of the course": the
+            # particle parsed as a preposition (the phrasal verbs of withdrawing)
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": WITHDRAW_VERBS}, "POS": "VERB"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "out", "RIGHT_ATTRS": {"LOWER": "out"}},
                      {"LEFT_ID": "out", "REL_OP": ">", "RIGHT_ID": "of", "RIGHT_ATTRS": {"LOWER": "of"}},
                      {"LEFT_ID": "of", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}}),
@@ -75,6 +81,16 @@ def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"DEP": "prt"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prep", "RIGHT_ATTRS": {"LOWER": {"IN": ["of", "from", "with", "on"]}}},
                      {"LEFT_ID": "prep", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}}),
+        ],
+        # "I've stopped going to the Tuesday class", "I quit playing squash": the activity's object or place ends
+        "retract~cease": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": CEASE_VERBS}, "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "doing", "RIGHT_ATTRS": {"DEP": {"IN": ["xcomp", "dobj"]}, "TAG": "VBG"}},
+                     {"LEFT_ID": "doing", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "dobj", **_NOUNISH}}),
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": CEASE_VERBS}, "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "doing", "RIGHT_ATTRS": {"DEP": {"IN": ["xcomp", "dobj"]}, "TAG": "VBG"}},
+                     {"LEFT_ID": "doing", "REL_OP": ">", "RIGHT_ID": "prep", "RIGHT_ATTRS": {"DEP": "prep", "LOWER": {"IN": ["to", "at", "in", "for", "with"]}}},
+                     {"LEFT_ID": "prep", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj", **_NOUNISH}}),
         ],
         # "we've moved on from Gousto", with the particle parsed as an adverb
         "retract~move_on": [
@@ -165,6 +181,13 @@ def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
                      {"LEFT_ID": "of", "REL_OP": ">", "RIGHT_ID": "instead", "RIGHT_ATTRS": {"LOWER": "instead"}},
                      {"LEFT_ID": "new", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "conj"}}),
         ],
+        # "of" read as the head of "instead" ("went with a guest room instead of the office"); its own name, as its
+        # nodes come in another order than the first pattern's
+        "instead_of~of": [
+            _pattern({"RIGHT_ID": "of", "RIGHT_ATTRS": {"LOWER": "of"}},
+                     {"LEFT_ID": "of", "REL_OP": ">", "RIGHT_ID": "instead", "RIGHT_ATTRS": {"LOWER": "instead"}},
+                     {"LEFT_ID": "of", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": {"IN": ["pobj", "pcomp"]}}}),
+        ],
         # "replaced X with Y", "swapped X for Y", "traded X for Y"
         "exchange": [
             _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": EXCHANGE_VERBS}}},
@@ -192,6 +215,10 @@ def _token_patterns() -> dict[str, list[list[dict[str, Any]]]]:
                       # suspended: "the Japanese is on hold", "the extension's on ice"
                       [{"POS": {"IN": ["PROPN", "NOUN"]}}, {"LOWER": {"IN": ["'s", "’s", "is", "was", "are", "'re", "’re"]}},
                        {"LOWER": "on"}, {"LOWER": {"IN": SUSPENDED}}]],
+        # "a guest room instead of the office" however the parse hangs its "of": Y right before, X's head last
+        "instead_tok": [[{"POS": {"IN": ["NOUN", "PROPN"]}}, {"LOWER": "instead"}, {"LOWER": "of"},
+                         {"POS": {"IN": ["DET", "PRON"]}, "OP": "?"}, {"POS": {"IN": ["ADJ", "NOUN", "PROPN", "NUM"]}, "OP": "*"},
+                         {"POS": {"IN": ["NOUN", "PROPN"]}}]],
         # "not X anymore", "no more X"
         "not_anymore": [[{"LOWER": {"IN": ["not", "n't", "never"]}}, {"IS_PUNCT": False, "OP": "{0,5}"},
                          {"LOWER": {"IN": ["anymore", "any"]}}]],
@@ -254,6 +281,14 @@ def find_constructions(sent: Any) -> list[Construction]:
                 continue
         if name == "instead_of" and "instead" in ids and "new" not in ids:
             head = span_doc[ids["instead"]].head
+            if head.lower_ == "of":  # "a guest room instead of the office": the noun the of-phrase hangs on
+                head = head.head
+                if head.pos_ in ("NOUN", "PROPN"):
+                    key = (name, ids.get("old"), head.i)
+                    if key not in seen:
+                        seen.add(key)
+                        out.append(Construction(name, _abs(ids.get("old"), start), _abs(head.i, start), None))
+                    continue
             new = next((c.i for c in head.children if c.dep_ in ("dobj", "attr")), None)
             if new is None:
                 new = next((g.i for c in head.children if c.dep_ == "prep" and c.lower_ != "instead"
@@ -306,6 +341,10 @@ def find_constructions(sent: Any) -> list[Construction]:
             out.append(Construction(name, None, None, _abs(s, start)))
         elif name == "new_attr":
             out.append(Construction(name, None, _abs(e - 1, start), None))
+        elif name == "instead_tok":
+            if not any(c.name == "instead_of" and c.old == _abs(e - 1, start) and c.new is not None for c in out):
+                out = [c for c in out if not (c.name == "instead_of" and c.old == _abs(e - 1, start))]
+                out.append(Construction("instead_of", _abs(e - 1, start), _abs(s, start), None))
     return out
 
 
@@ -361,6 +400,8 @@ def _loose_from_to(doc: Any) -> list[Construction]:
                 continue
             new = next((g.i for g in to.children if g.dep_ == "pobj"), None) if to.dep_ == "prep" else \
                 next((v.i for t, v in misread_to(to.head.head) if t.i == to.i), None) if to.dep_ == "aux" else None
+            if new is None and to.dep_ == "aux" and to.head.i == to.i + 1 and to.head.lower_ == old.lower_:
+                new = to.head.i  # "from board four to board two": the old value's noun again, misread as a verb
             if new is not None:
                 out.append(Construction("from_to", old.i, new, verb.i))
             break

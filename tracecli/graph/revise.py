@@ -163,17 +163,21 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
             if target is None:
                 continue
             new = None
+            stated: EventRec | None = None  # the new value's event in the message when it states no frame (a facet's)
             if new_text:
                 new = next((g for g in by_message[f.ev.seq] if g.ev.subject == f.ev.subject and not g.ev.negated
                             and value_matches(new_text, "", g.ev)), None)
-            if new is None:
+                if new is None:
+                    stated = next((e for e in by_subject[f.ev.subject] if e.seq == f.ev.seq and not e.negated
+                                   and value_matches(new_text, "", e)), None)
+            if new is None and stated is None:
                 # the replacement stated in the same message ("I quit X and joined Y", "forget X, it's Y now")
                 pool = [g for g in by_message[f.ev.seq] if g.ev.subject == f.ev.subject and not g.ev.negated
                         and g.ev.value and not same_value(_norm(g.ev.value), _norm(target.value or old_text))
                         and not value_matches(old_text, old_head, g.ev) and g.key != "retract"]
                 typed = [g for g in pool if _compatible_types(g.vtype, _vtype_of(types, target))]
                 new = (typed or [g for g in pool if g.novelty or g.verb in CHANGE_VERBS] or [None])[0]
-            src = new.ev if new is not None else f.ev
+            src = new.ev if new is not None else stated or f.ev
             # attributes of the retracted thing said with it ("signed up for the marathon in September": the
             # date of the marathon) end with it
             for sib in before:
