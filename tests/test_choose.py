@@ -233,3 +233,20 @@ def test_a_sentence_that_muses_on_an_unreal_condition_is_never_chosen(tmp_path, 
     (rows, _), = asker.choice_log
     assert any(r.muses and not r.proposed for r in rows)  # the musing sentence was a candidate
     assert "s2-m2" not in res.source_refs and not res.abstained
+
+
+def test_a_musing_proposal_gives_way_to_a_candidate_that_states():
+    # weights that want the proposal above all: when the proposal muses ("if I ever …"), a stating sentence is
+    # chosen all the same; when every candidate muses, the choice is still made
+    rows = _rows()
+    for r in rows:
+        r.muses = r.proposed
+    w = np.zeros(len(choose.FEATURE_NAMES))
+    w[choose.FEATURE_NAMES.index("proposed")] = 50.0
+    flags = choose.flags_of(shape_of(QUESTION, ["Noor"], None), QUESTION, None, "sentence")
+    picked, _ = choose.choose_stating(rows, flags, w)
+    assert not picked.proposed and not picked.muses
+    assert choose.choose(rows, flags, w)[0].proposed  # the plain choice would have taken it
+    for r in rows:
+        r.muses = True
+    assert choose.choose_stating(rows, flags, w)[0].proposed

@@ -24,7 +24,7 @@ from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
 from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, event_answer, newest_successor, read_event
 from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mark_winner
-from tracecli.query.choose import Flags, Row, candidate_rows, choose, flags_of, replaceable
+from tracecli.query.choose import Flags, Row, candidate_rows, choose_stating, flags_of, replaceable
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
@@ -585,9 +585,7 @@ class Asker:
         flags = flags_of(shape, question, as_of, answer.support)
         if self.choice_log is not None:
             self.choice_log.append((rows, flags))
-        # a sentence that muses on an unreal condition ("if I ever get a sea kayak I'll need a roof rack") states no
-        # state of anyone's: the model may not pick it over the rule step's proposal
-        picked = choose([r for r in rows if r.proposed or not r.muses], flags) if learned else None
+        picked = choose_stating(rows, flags) if learned else None
         if picked is None or picked[0].event.id == proposal.id:
             return answer
         chosen = read_event(graph, picked[0].event, shape, best_cos, question, self.settings, as_of)
