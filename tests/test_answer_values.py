@@ -639,3 +639,13 @@ def test_a_sentence_that_tells_a_change_answers_with_the_value_it_changed_to():
     ward = "Which ward is Noor standing in?"
     answer = Answer(text="Eastfield", abstained=False, event_ids=["c"], source_refs=["m4"], method="sentence")
     assert _settled(answer, _graph(a, b), shape_of(ward, ["Noor"], None), ward, AskSettings(), None).text == "Riverside"
+
+
+def test_a_place_is_read_from_whole_words_only():
+    # "Bay" is a place name, but not the "Bay" inside "eBay": the sentence is the answer, not a place cut from a word
+    where = "Where does Noor sell her clothes now?"
+    ev = _ev("a", 3, "I sell everything on eBay now, the fees are fine")
+    assert read_event(_graph(ev), ev, shape_of(where, ["Noor"], None), 0.9, where, AskSettings()).text != "Bay"
+    moved = _ev("b", 4, "we moved the stall to Leeds market last year")
+    said = read_event(_graph(moved), moved, shape_of(where, ["Noor"], None), 0.9, where, AskSettings()).text
+    assert "Leeds" in said

@@ -64,6 +64,19 @@ def test_a_retraction_links_the_replacement_in_the_same_message_to_the_old_value
     assert "construction: retract" in edges[0].justification
 
 
+def test_a_retraction_with_nothing_said_instead_is_told_as_one() -> None:
+    # "we're not Paper Lanterns anymore": the edge goes from the retraction itself and says so, not that
+    # 'Paper Lanterns' replaces 'Paper Lanterns'
+    old = ev("old", 1, "Paper Lanterns")
+    not_ = ev("not", 5, "Paper Lanterns", negated=True)
+    frames = [fr(old, "be", "name"),
+              fr(not_, "retract", "name", constructions=[{"name": "negation", "old": "Paper Lanterns",
+                                                          "old_head": "lanterns", "new": ""}])]
+    [edge] = frame_edges(frames, [old, not_], [], None)
+    assert (edge.src, edge.dst) == ("not", "old")
+    assert "no longer 'Paper Lanterns'" in edge.justification and "replaces" not in edge.justification
+
+
 def test_a_retracted_value_said_only_in_passing_is_found_in_the_subjects_own_sentence() -> None:
     said = statement("said", 1, "so fed up with Three, zero signal")
     cut = ev("cut", 4, "giffgaff")

@@ -188,9 +188,10 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
                                          f"(found by construction: {c.get('name', '?')})"))
             if src.id == target.id or (not src.negated and same_value(_norm(src.value), _norm(target.value or old_text))):
                 continue
+            told = f"no longer '{target.value or old_text}'" if src.negated else \
+                f"'{src.value}' replaces '{target.value or old_text}'"  # a retraction with nothing said instead
             edges.append(EdgeRec(src.id, target.id, "updates", 0.92,
-                                 f"{f.ev.subject}: '{src.value}' replaces '{target.value or old_text}' "
-                                 f"(found by construction: {c.get('name', '?')})"))
+                                 f"{f.ev.subject}: {told} (found by construction: {c.get('name', '?')})"))
             # the subject's earlier statements of the retracted value in other messages end with it too (the latest
             # one is not its only statement: "I do spin on mondays" … "spin was brutal" … "I quit spin")
             for e in earlier:

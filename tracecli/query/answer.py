@@ -234,10 +234,11 @@ def _when(ev: EventNode) -> str:
 
 
 def _known_place(text: str) -> str | None:
-    """The first run of one to three capitalised words in `text` that the gazetteer knows as a place."""
+    """The first run of one to three capitalised words in `text` that the gazetteer knows as a place (whole words:
+    "Bay" of "eBay" is none)."""
     from tracecli.graph.gazetteer import is_place
 
-    return next((m.group(0) for m in re.finditer(r"[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,2}", text)
+    return next((m.group(0) for m in re.finditer(r"(?<![\w'’\-])[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,2}", text)
                  if is_place(m.group(0))), None)
 
 
