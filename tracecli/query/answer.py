@@ -781,10 +781,7 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
     if not question:
         return answer
     labels = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
-    if settings.said_over and not answer.abstained and answer.support != "chain" and answer.event_ids \
-            and answer.event_ids[0] in graph.events \
-            and (shape.wants_current or as_of is not None) and not asks_before(question) \
-            and shape.wh not in ("why", "yesno"):
+    if settings.said_over and _may_follow_newer(answer, graph, shape, question, as_of):
         ev = graph.events[answer.event_ids[0]]
         value = answer.text if answer.text != ev.quote and len(answer.text) < 60 else (_one_value(ev.quote) or ev.value)
         newer = None if ev.negated else said_over(graph, ev, value or "", as_of)
@@ -793,10 +790,25 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
             # (asked for a job, the role someone holds is not replaced by whatever else they say later)
             newer = _top_said_later(ranked_events[0][0], ev, value or "")
         if newer is not None:
-            refs = list(newer.source_refs) + [r for r in answer.source_refs if r not in newer.source_refs]
-            answer = event_answer(graph, newer, shape, best_note_cosine, question, labels)
-            answer.source_refs = refs
+            answer = _newer_answer(graph, newer, answer, shape, best_note_cosine, question, labels)
     return _settled(answer, graph, shape, question, settings, labels, as_of)
+
+
+def _may_follow_newer(answer: Answer, graph: Graph, shape: QueryShape, question: str, as_of: str | None) -> bool:
+    """May a newer statement replace the answer: one read from a sentence (not the valid end of a chain), asked for
+    the state now or at a date, not what held before, nor why or whether?"""
+    return not answer.abstained and answer.support != "chain" and bool(answer.event_ids) \
+        and answer.event_ids[0] in graph.events and (shape.wants_current or as_of is not None) \
+        and not asks_before(question) and shape.wh not in ("why", "yesno")
+
+
+def _newer_answer(graph: Graph, newer: EventNode, answer: Answer, shape: QueryShape, best_note_cosine: float,
+                  question: str, labels: tuple[str, ...] | None) -> Answer:
+    """The answer read from `newer`, citing its messages first and then the replaced answer's."""
+    refs = list(newer.source_refs) + [r for r in answer.source_refs if r not in newer.source_refs]
+    replaced = event_answer(graph, newer, shape, best_note_cosine, question, labels)
+    replaced.source_refs = refs
+    return replaced
 
 
 def _sentence_events(graph: Graph, ev: EventNode) -> list[EventNode]:
@@ -831,15 +843,12 @@ def _sibling_revised(graph: Graph, ev: EventNode, said: str, question: str, as_o
 
 def _settled(answer: Answer, graph: Graph, shape: QueryShape, question: str, settings: AskSettings,
              labels: tuple[str, ...] | None, as_of: str | None = None) -> Answer:
-    if settings.sibling_revised and not answer.abstained and answer.support != "chain" and answer.event_ids \
-            and answer.event_ids[0] in graph.events and (shape.wants_current or as_of is not None) \
-            and not asks_before(question) and shape.wh not in ("why", "yesno"):
+    if settings.sibling_revised and _may_follow_newer(answer, graph, shape, question, as_of):
         newer = _sibling_revised(graph, graph.events[answer.event_ids[0]], answer.text, question, as_of)
         if newer is not None:
-            refs = list(newer.source_refs) + [r for r in answer.source_refs if r not in newer.source_refs]
             confidence = answer.confidence
-            answer = event_answer(graph, newer, shape, 1.0, question, labels)
-            answer.source_refs, answer.confidence = refs, confidence
+            answer = _newer_answer(graph, newer, answer, shape, 1.0, question, labels)
+            answer.confidence = confidence
     focus = _focus_noun(question) if shape.wh in ("what", "which") else None
     if shape.wh == "when" and not answer.abstained and answer.event_ids and answer.event_ids[0] in graph.events:
         # a frame's time value cut short by the entity reader ("other Sunday" of "every other Sunday")

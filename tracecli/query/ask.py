@@ -494,8 +494,8 @@ class Asker:
         elif shape.event_clause and len(scope.note_rowids):
             # the message that best states the clause's event: its time is the as-of time (unless a date was given)
             vec = np.asarray(self.embedder.embed_batch([shape.event_clause])[0], dtype=np.float32)
-            timed = {r: graph.events[ids[-1]] for r, ids in graph.by_note.items()
-                     if any(graph.events[e].time_anchor for e in ids)}
+            timed = {r: ev for r, ids in graph.by_note.items()
+                     if (ev := next((graph.events[e] for e in reversed(ids) if graph.events[e].time_anchor), None))}
             cos = scope.note_matrix @ vec
             best = next((i for i in np.argsort(-cos) if scope.note_rowids[int(i)] in timed), None)
             if best is not None:  # the best-matching note that holds an event (not a note of no statement)
