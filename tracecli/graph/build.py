@@ -9,16 +9,17 @@ an incremental build ends in the same graph as a full rebuild.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from tracecli.errors import BadInput
 from tracecli.graph.extract import EventOut, MessageIn, RuleExtractor, split_sentences
 from tracecli.graph.hierarchy import TopicSettings, assign_topics
-from tracecli.graph.revise import frame_edges, frame_recs, masked_embedder
+from tracecli.graph.revise import Embed, FrameRec, construction_edges, frame_edges, frame_recs, implicit_edges, masked_embedder
 from tracecli.graph.link import EdgeRec, EventRec, GateStats, LinkSettings, before_edges, causal_edges, evolution_edges
 from tracecli.graph.validity import apply_validity
 from tracecli.scope import llm_scope, resolve_scope, scope_of
@@ -279,7 +280,7 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: ChatModel | None, reb
             _insert_edges(store, cid, support)
             result.pairs_considered = stats.pairs_considered
             result.pairs_possible = stats.pairs_possible
-            relink(store, cid, link_settings, recs)
+            relink(store, cid, link_settings, recs, new_ids)
             now = utc_now()
             counts = {s["id"]: s["n"] for s in sessions}
             store.conn.executemany(
@@ -297,17 +298,60 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: ChatModel | None, reb
     return result
 
 
-def relink(store: Store, cid: str, link_settings: LinkSettings | None = None, recs: list[EventRec] | None = None) -> None:
+def relink(store: Store, cid: str, link_settings: LinkSettings | None = None, recs: list[EventRec] | None = None,
+           new_ids: set[str] | None = None) -> None:
     """Recompute one conversation's `updates`/`contradicts` edges and validity from the events it has now.
 
     Every build ends with it; `tracecli forget` runs it after removing events, so a fact
-    whose newer value was forgotten becomes current again. `recs`: the events, if already read.
+    whose newer value was forgotten becomes current again. `recs`: the events, if already read;
+    `new_ids`: the events this build added, if any (see `_drawn_before`).
     """
-    store.execute("DELETE FROM edges WHERE conversation_id = ? AND family = 'evolution'", (cid,))
     recs = _event_recs(store, cid) if recs is None else recs
+    frames = frame_recs(recs)
+    embed = masked_embedder()
+    drawn = _drawn_before(store, cid, frames, recs, new_ids, embed) if new_ids else None
+    store.execute("DELETE FROM edges WHERE conversation_id = ? AND family = 'evolution'", (cid,))
     facet_edges = evolution_edges(recs, link_settings or LinkSettings())
-    _insert_edges(store, cid, facet_edges + frame_edges(frame_recs(recs), recs, facet_edges, masked_embedder()))
+    constructions, implicit = drawn or (None, None)
+    _insert_edges(store, cid, facet_edges + frame_edges(frames, recs, facet_edges, embed, constructions, implicit))
     apply_validity(store, cid)
+
+
+#: the kind of revision an evolution edge's justification names last ("… (found by construction: quit)")
+_FOUND_BY = re.compile(r"\(found by (\w+)[^()]*\)$")
+
+
+def _drawn_before(store: Store, cid: str, frames: list[FrameRec], recs: list[EventRec], new_ids: set[str],
+                  embed: Embed | None) -> tuple[list[EdgeRec], list[EdgeRec]] | None:
+    """The construction and implicit edges of all the frames, the earlier frames' read back from the store.
+
+    Only when every new event was said after every earlier one (a new session: messages are numbered as they
+    arrive); else None, and `relink` computes them all. An earlier frame's construction and implicit edges
+    read nothing said after it, so the last relink drew them; it stored those that `frame_edges`' filters
+    kept, and the filters drop what they dropped then in a full run too (they only ever drop more as edges
+    are added). Both lists go through the filters again with the new frames' own, computed with every earlier
+    event and frame in view (the key similarities from one embedding of all the frames, as in a full run).
+    This is most of a relink's time on a long conversation; facet and anaphora edges are still computed in
+    full (`tests/test_graph_incremental.py` builds conversations session by session and at once and compares
+    their edges and validity).
+    """
+    new_orders = [r.order for r in recs if r.id in new_ids]
+    if not new_orders or max((r.seq for r in recs if r.id not in new_ids), default=None) is None:
+        return None
+    since = min(new_orders)
+    if since[0] <= max(r.seq for r in recs if r.id not in new_ids):
+        return None
+    stored: dict[str, list[EdgeRec]] = {"construction": [], "implicit": []}
+    for src, dst, label, confidence, why in store.execute(
+        "SELECT src, dst, label, confidence, justification FROM edges WHERE conversation_id = ? AND family = 'evolution' "
+        "ORDER BY rowid", (cid,)
+    ):
+        found = _FOUND_BY.search(why)
+        if found and found.group(1) in stored:
+            stored[found.group(1)].append(EdgeRec(src, dst, label, confidence, why))
+    # the earlier frames stay in view (their value types, their messages) but draw nothing again
+    constructions = construction_edges([f if f.ev.id in new_ids else replace(f, constructions=[]) for f in frames], recs)
+    return stored["construction"] + constructions, stored["implicit"] + implicit_edges(frames, embed, since)
 
 
 def _ledger_counts(store: Store) -> tuple[int, int, int]:
