@@ -2,8 +2,10 @@
 
 Incremental by default: only sessions not yet in the graph are processed; they
 link into the existing graph. Evolution edges and validity are recomputed for
-the whole conversation each time (a hash join on subject and facet, cheap), so
-an incremental build ends in the same graph as a full rebuild.
+the whole conversation each time, so an incremental build ends in the same graph
+as a full rebuild; after a new session the earlier frames' construction and
+implicit edges, which nothing said later can change, are read back instead of
+drawn again (`_drawn_before`).
 """
 
 from __future__ import annotations
