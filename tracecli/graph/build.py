@@ -338,11 +338,10 @@ def _drawn_before(store: Store, cid: str, frames: list[FrameRec], recs: list[Eve
     their edges and validity).
     """
     new_orders = [r.order for r in recs if r.id in new_ids]
-    if not new_orders or max((r.seq for r in recs if r.id not in new_ids), default=None) is None:
+    old_seqs = [r.seq for r in recs if r.id not in new_ids]
+    if not new_orders or not old_seqs or min(new_orders)[0] <= max(old_seqs):
         return None
     since = min(new_orders)
-    if since[0] <= max(r.seq for r in recs if r.id not in new_ids):
-        return None
     stored: dict[str, list[EdgeRec]] = {"construction": [], "implicit": []}
     for src, dst, label, confidence, why in store.execute(
         "SELECT src, dst, label, confidence, justification FROM edges WHERE conversation_id = ? AND family = 'evolution' "
