@@ -80,21 +80,33 @@ def clear_graph(store: Store, cid: str) -> None:
 
 def _history(store: Store, cid: str) -> list[EventOut]:
     """Faceted events already in the graph, for resolving revisions in new sessions."""
-    rows = store.query(
-        "SELECT * FROM events WHERE conversation_id = ? AND (facet IS NOT NULL OR frame IS NOT NULL) "
-        "ORDER BY seq, sentence_idx", (cid,)
-    )
+    names = _Participants()
     return [
         EventOut(
-            id=r["id"], type=r["type"], subject=r["subject"], participants=json.loads(r["participants"]),
-            description=r["description"], time_anchor=r["time_anchor"], event_time=r["event_time"],
-            event_time_granularity=r["event_time_granularity"], seq=r["seq"], sentence_idx=r["sentence_idx"],
-            source_note_ids=[], source_message_ids=[], quote=r["quote"], facet=r["facet"], value=r["value"],
-            value_norm=r["value_norm"], negated=bool(r["negated"]), cue=r["cue"], confidence=r["confidence"],
-            provenance=r["provenance"], speaker=r["speaker"], frame=json.loads(r["frame"]) if r["frame"] else None,
+            id=r[0], type=r[1], subject=r[2], participants=names(r[3]), description=r[4], time_anchor=r[5],
+            event_time=r[6], event_time_granularity=r[7], seq=r[8], sentence_idx=r[9], source_note_ids=[],
+            source_message_ids=[], quote=r[10], facet=r[11], value=r[12], value_norm=r[13], negated=bool(r[14]),
+            cue=r[15], confidence=r[16], provenance=r[17], speaker=r[18], frame=json.loads(r[19]) if r[19] else None,
         )
-        for r in rows
+        for r in store.execute(
+            "SELECT id, type, subject, participants, description, time_anchor, event_time, event_time_granularity, seq, "
+            "sentence_idx, quote, facet, value, value_norm, negated, cue, confidence, provenance, speaker, frame "
+            "FROM events WHERE conversation_id = ? AND (facet IS NOT NULL OR frame IS NOT NULL) ORDER BY seq, sentence_idx",
+            (cid,),
+        )
     ]
+
+
+class _Participants:
+    """Event participants from their stored JSON, each distinct list parsed once (a conversation has a few)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[str]] = {}
+
+    def __call__(self, text: str) -> list[str]:
+        if text not in self.seen:
+            self.seen[text] = json.loads(text)
+        return list(self.seen[text])  # a list of its own per event, as json.loads gave
 
 
 def _messages(store: Store, session_id: str) -> list[MessageIn]:
@@ -146,15 +158,18 @@ def _insert_edges(store: Store, cid: str, edges: list[EdgeRec], family: str | No
 
 
 def _event_recs(store: Store, cid: str) -> list[EventRec]:
+    names = _Participants()
     return [
         EventRec(
-            id=r["id"], session_id=r["session_id"], seq=r["seq"], sentence_idx=r["sentence_idx"],
-            time_anchor=r["time_anchor"], subject=r["subject"], speaker=r["speaker"],
-            participants=json.loads(r["participants"]), topic_id=r["topic_id"], facet=r["facet"], value=r["value"],
-            value_norm=r["value_norm"], negated=bool(r["negated"]), cue=r["cue"], confidence=r["confidence"],
-            frame=json.loads(r["frame"]) if r["frame"] else None, quote=r["quote"],
+            id=r[0], session_id=r[1], seq=r[2], sentence_idx=r[3], time_anchor=r[4], subject=r[5], speaker=r[6],
+            participants=names(r[7]), topic_id=r[8], facet=r[9], value=r[10], value_norm=r[11], negated=bool(r[12]),
+            cue=r[13], confidence=r[14], frame=json.loads(r[15]) if r[15] else None, quote=r[16],
         )
-        for r in store.query("SELECT * FROM events WHERE conversation_id = ? ORDER BY seq, sentence_idx", (cid,))
+        for r in store.execute(
+            "SELECT id, session_id, seq, sentence_idx, time_anchor, subject, speaker, participants, topic_id, facet, "
+            "value, value_norm, negated, cue, confidence, frame, quote FROM events WHERE conversation_id = ? "
+            "ORDER BY seq, sentence_idx", (cid,),
+        )
     ]
 
 
@@ -351,7 +366,8 @@ def _drawn_before(store: Store, cid: str, frames: list[FrameRec], recs: list[Eve
         if found and found.group(1) in stored:
             stored[found.group(1)].append(EdgeRec(src, dst, label, confidence, why))
     # the earlier frames stay in view (their value types, their messages) but draw nothing again
-    constructions = construction_edges([f if f.ev.id in new_ids else replace(f, constructions=[]) for f in frames], recs)
+    constructions = construction_edges([f if f.ev.id in new_ids or not f.constructions else replace(f, constructions=[])
+                                        for f in frames], recs)
     return stored["construction"] + constructions, stored["implicit"] + implicit_edges(frames, embed, since)
 
 
