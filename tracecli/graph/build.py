@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from tracecli.errors import BadInput
 from tracecli.graph.extract import EventOut, MessageIn, RuleExtractor, split_sentences
 from tracecli.graph.hierarchy import TopicSettings, assign_topics
-from tracecli.graph.revise import Embed, FrameRec, construction_edges, frame_edges, frame_recs, implicit_edges, masked_embedder
+from tracecli.graph.revise import (Embed, FrameRec, construction_edges, frame_edges, frame_recs, implicit_edges,
+                                   masked_embedder)
 from tracecli.graph.link import EdgeRec, EventRec, GateStats, LinkSettings, before_edges, causal_edges, evolution_edges
 from tracecli.graph.validity import apply_validity
 from tracecli.scope import llm_scope, resolve_scope, scope_of
@@ -358,9 +359,11 @@ def _drawn_before(store: Store, cid: str, frames: list[FrameRec], recs: list[Eve
         return None
     since = min(new_orders)
     stored: dict[str, list[EdgeRec]] = {"construction": [], "implicit": []}
+    # in the order the last relink inserted them (SQLite's rowid), which is the order a full run draws them in;
+    # the filters keep the same edges in any order, and a server's row version adds the id for a total order
     for src, dst, label, confidence, why in store.execute(
         "SELECT src, dst, label, confidence, justification FROM edges WHERE conversation_id = ? AND family = 'evolution' "
-        "ORDER BY rowid", (cid,)
+        f"ORDER BY {store.row_version}, id", (cid,)
     ):
         found = _FOUND_BY.search(why)
         if found and found.group(1) in stored:

@@ -235,7 +235,8 @@ def _vtype_of(types: Mapping[str, str], ev: EventRec) -> str:
     return types.get(ev.id) or ("name" if ev.value and ev.value[:1].isupper() else "thing")
 
 
-def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None, since: tuple[int, int] | None = None) -> list[EdgeRec]:
+def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None,
+                   since: tuple[int, int] | None = None) -> list[EdgeRec]:
     """Later frames of the same subject that restate a compatible key with a different value.
 
     `since`: only frames said at or after this (seq, sentence) get edges; the earlier ones are candidates only."""
