@@ -111,18 +111,21 @@ LAYERED = [
 
 
 def _evolution(store: Any, cid: str) -> list[tuple[Any, ...]]:
-    return [(r["src"], r["dst"], r["label"], r["confidence"], r["justification"], r["invalidated_at"])
+    return [(r["src"], r["dst"], r["label"], round(r["confidence"], 6), r["justification"], r["invalidated_at"])
             for r in store.query("SELECT * FROM edges WHERE conversation_id = ? AND family = 'evolution' "
                                  "ORDER BY src, dst, label", (cid,))]
 
 
-def test_session_by_session_equals_one_build(tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_session_by_session_equals_one_build(tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch,
+                                            any_db: str) -> None:
     """Each new session's relink reads the earlier frames' construction and implicit edges back from the store
-    (`build._drawn_before`) instead of computing them again; built one session at a time, the conversation ends in
-    the graph one build of all four sessions gives: the same events, validity and edges, justifications included."""
+    (`build._drawn_before`) instead of computing them again; built one session at a time (in SQLite or
+    PostgreSQL), the conversation ends in the graph one build of all four sessions gives: the same events,
+    validity and edges, justifications included."""
     from test_graph_helpers import conversation
 
     from tracecli.graph import build
+    from tracecli.store import open_store as open_any  # an SQLite path or a PostgreSQL URL
 
     drawn: list[bool] = []
     real = build._drawn_before
@@ -134,7 +137,7 @@ def test_session_by_session_equals_one_build(tmp_path: Path, embedder: Any, monk
 
     monkeypatch.setattr(build, "_drawn_before", spy)
     whole = open_store(tmp_path / "whole.db")
-    steps = open_store(tmp_path / "steps.db")
+    steps = open_any(any_db)
     try:
         ingest_data(whole, tmp_path / "whole.json", conversation("ana", LAYERED), embedder)
         build_graph(whole, "ana", extractor="rules")
