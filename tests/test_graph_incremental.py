@@ -87,3 +87,74 @@ def test_messages_appended_to_a_built_session_are_distilled(tmp_path: Path, embe
         assert incremental == {(e["facet"], e["value"]) for e in events(store, "grow")}
     finally:
         store.close()
+
+
+#: four sessions whose revisions are found by every layer: a facet (employer), constructions ("I quit X and
+#: joined Y", "forget X"), 'it's … now' (anaphora) and restated keys (implicit); the last session's "forget
+#: Octopus Go" ends an event that an earlier session's implicit edge ('Agile' replaces 'Octopus Go') pointed
+#: at, so that edge must go
+LAYERED = [
+    ("2024-01-05T10:00:00Z", [("Ana", "yeah, club night is Tuesdays, half 6 on the river by the old mill."),
+                              ("Ben", "Nice, how is work?"), ("Ana", "I work at Acme Bank as a teller."),
+                              ("Ana", "I'm on the late shift all month, 2 till 10."), ("Ana", "I live in Leeds."),
+                              ("Ana", "we're on Octopus Go so at least overnight is cheap")]),
+    ("2024-02-10T10:00:00Z", [("Ana", "ok update. club night is Thursdays now, they lost the Tuesday slot to the rowers"),
+                              ("Ben", "Big change!"),
+                              ("Ana", "the director wants me to audition for the cathedral choir in january."),
+                              ("Ana", "I'm on Agile now btw, prices change every half hour")]),
+    ("2024-03-01T10:00:00Z", [("Ana", "club night moved AGAIN btw. it's Wednesdays now, the new coach can't do Thursdays"),
+                              ("Ben", "Oh no."), ("Ana", "I quit Acme Bank and joined Globex."),
+                              ("Ana", "so they've switched me off lates, I'm on the early rota now, 7am starts.")]),
+    ("2024-04-02T10:00:00Z", [("Ana", "I'm leaving St Mary's and joining the cathedral choir from february"),
+                              ("Ana", "forget Octopus Go, we are not on Octopus Go anymore."), ("Ben", "Good call.")]),
+]
+
+
+def _evolution(store: Any, cid: str) -> list[tuple[Any, ...]]:
+    return [(r["src"], r["dst"], r["label"], round(r["confidence"], 6), r["justification"], r["invalidated_at"])
+            for r in store.query("SELECT * FROM edges WHERE conversation_id = ? AND family = 'evolution' "
+                                 "ORDER BY src, dst, label", (cid,))]
+
+
+def test_session_by_session_equals_one_build(tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch,
+                                            any_db: str) -> None:
+    """Each new session's relink reads the earlier frames' construction and implicit edges back from the store
+    (`build._drawn_before`) instead of computing them again; built one session at a time (in SQLite or
+    PostgreSQL), the conversation ends in the graph one build of all four sessions gives: the same events,
+    validity and edges, justifications included."""
+    from test_graph_helpers import conversation
+
+    from tracecli.graph import build
+    from tracecli.store import open_store as open_any  # an SQLite path or a PostgreSQL URL
+
+    drawn: list[bool] = []
+    real = build._drawn_before
+
+    def spy(*args: Any) -> Any:
+        found = real(*args)
+        drawn.append(found is not None)
+        return found
+
+    monkeypatch.setattr(build, "_drawn_before", spy)
+    whole = open_store(tmp_path / "whole.db")
+    steps = open_any(any_db)
+    try:
+        ingest_data(whole, tmp_path / "whole.json", conversation("ana", LAYERED), embedder)
+        build_graph(whole, "ana", extractor="rules")
+        assert drawn == [False]  # a first build has nothing to read back
+        kinds = {why.rsplit("(found by ", 1)[-1].split(":")[0].rstrip(")") for *_, why, _ in _evolution(whole, "ana")}
+        assert kinds == {"facet", "construction", "anaphora", "implicit"}
+        agile = [e for e in _evolution(whole, "ana") if "'Agile' replaces 'Octopus Go'" in e[4]]
+        assert agile == []  # ended by the last session's construction
+
+        for n in range(1, len(LAYERED) + 1):
+            ingest_data(steps, tmp_path / f"first{n}.json", conversation("ana", LAYERED[:n]), embedder)
+            build_graph(steps, "ana", extractor="rules")
+            if n == 3:  # drawn by the second session, still there before the fourth
+                assert [e for e in _evolution(steps, "ana") if "'Agile' replaces 'Octopus Go'" in e[4]]
+        assert drawn == [False, False, True, True, True]
+        assert graph_snapshot(steps, "ana") == graph_snapshot(whole, "ana")
+        assert _evolution(steps, "ana") == _evolution(whole, "ana")
+    finally:
+        whole.close()
+        steps.close()

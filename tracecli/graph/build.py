@@ -2,23 +2,27 @@
 
 Incremental by default: only sessions not yet in the graph are processed; they
 link into the existing graph. Evolution edges and validity are recomputed for
-the whole conversation each time (a hash join on subject and facet, cheap), so
-an incremental build ends in the same graph as a full rebuild.
+the whole conversation each time, so an incremental build ends in the same graph
+as a full rebuild; after a new session the earlier frames' construction and
+implicit edges, which nothing said later can change, are read back instead of
+drawn again (`_drawn_before`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from tracecli.errors import BadInput
 from tracecli.graph.extract import EventOut, MessageIn, RuleExtractor, split_sentences
 from tracecli.graph.hierarchy import TopicSettings, assign_topics
-from tracecli.graph.revise import frame_edges, frame_recs, masked_embedder
+from tracecli.graph.revise import (Embed, FrameRec, construction_edges, frame_edges, frame_recs, implicit_edges,
+                                   masked_embedder)
 from tracecli.graph.link import EdgeRec, EventRec, GateStats, LinkSettings, before_edges, causal_edges, evolution_edges
 from tracecli.graph.validity import apply_validity
 from tracecli.scope import llm_scope, resolve_scope, scope_of
@@ -77,21 +81,33 @@ def clear_graph(store: Store, cid: str) -> None:
 
 def _history(store: Store, cid: str) -> list[EventOut]:
     """Faceted events already in the graph, for resolving revisions in new sessions."""
-    rows = store.query(
-        "SELECT * FROM events WHERE conversation_id = ? AND (facet IS NOT NULL OR frame IS NOT NULL) "
-        "ORDER BY seq, sentence_idx", (cid,)
-    )
+    names = _Participants()
     return [
         EventOut(
-            id=r["id"], type=r["type"], subject=r["subject"], participants=json.loads(r["participants"]),
-            description=r["description"], time_anchor=r["time_anchor"], event_time=r["event_time"],
-            event_time_granularity=r["event_time_granularity"], seq=r["seq"], sentence_idx=r["sentence_idx"],
-            source_note_ids=[], source_message_ids=[], quote=r["quote"], facet=r["facet"], value=r["value"],
-            value_norm=r["value_norm"], negated=bool(r["negated"]), cue=r["cue"], confidence=r["confidence"],
-            provenance=r["provenance"], speaker=r["speaker"], frame=json.loads(r["frame"]) if r["frame"] else None,
+            id=r[0], type=r[1], subject=r[2], participants=names(r[3]), description=r[4], time_anchor=r[5],
+            event_time=r[6], event_time_granularity=r[7], seq=r[8], sentence_idx=r[9], source_note_ids=[],
+            source_message_ids=[], quote=r[10], facet=r[11], value=r[12], value_norm=r[13], negated=bool(r[14]),
+            cue=r[15], confidence=r[16], provenance=r[17], speaker=r[18], frame=json.loads(r[19]) if r[19] else None,
         )
-        for r in rows
+        for r in store.execute(
+            "SELECT id, type, subject, participants, description, time_anchor, event_time, event_time_granularity, seq, "
+            "sentence_idx, quote, facet, value, value_norm, negated, cue, confidence, provenance, speaker, frame "
+            "FROM events WHERE conversation_id = ? AND (facet IS NOT NULL OR frame IS NOT NULL) ORDER BY seq, sentence_idx",
+            (cid,),
+        )
     ]
+
+
+class _Participants:
+    """Event participants from their stored JSON, each distinct list parsed once (a conversation has a few)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[str]] = {}
+
+    def __call__(self, text: str) -> list[str]:
+        if text not in self.seen:
+            self.seen[text] = json.loads(text)
+        return list(self.seen[text])  # a list of its own per event, as json.loads gave
 
 
 def _messages(store: Store, session_id: str) -> list[MessageIn]:
@@ -143,15 +159,18 @@ def _insert_edges(store: Store, cid: str, edges: list[EdgeRec], family: str | No
 
 
 def _event_recs(store: Store, cid: str) -> list[EventRec]:
+    names = _Participants()
     return [
         EventRec(
-            id=r["id"], session_id=r["session_id"], seq=r["seq"], sentence_idx=r["sentence_idx"],
-            time_anchor=r["time_anchor"], subject=r["subject"], speaker=r["speaker"],
-            participants=json.loads(r["participants"]), topic_id=r["topic_id"], facet=r["facet"], value=r["value"],
-            value_norm=r["value_norm"], negated=bool(r["negated"]), cue=r["cue"], confidence=r["confidence"],
-            frame=json.loads(r["frame"]) if r["frame"] else None, quote=r["quote"],
+            id=r[0], session_id=r[1], seq=r[2], sentence_idx=r[3], time_anchor=r[4], subject=r[5], speaker=r[6],
+            participants=names(r[7]), topic_id=r[8], facet=r[9], value=r[10], value_norm=r[11], negated=bool(r[12]),
+            cue=r[13], confidence=r[14], frame=json.loads(r[15]) if r[15] else None, quote=r[16],
         )
-        for r in store.query("SELECT * FROM events WHERE conversation_id = ? ORDER BY seq, sentence_idx", (cid,))
+        for r in store.execute(
+            "SELECT id, session_id, seq, sentence_idx, time_anchor, subject, speaker, participants, topic_id, facet, "
+            "value, value_norm, negated, cue, confidence, frame, quote FROM events WHERE conversation_id = ? "
+            "ORDER BY seq, sentence_idx", (cid,),
+        )
     ]
 
 
@@ -279,7 +298,7 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: ChatModel | None, reb
             _insert_edges(store, cid, support)
             result.pairs_considered = stats.pairs_considered
             result.pairs_possible = stats.pairs_possible
-            relink(store, cid, link_settings, recs)
+            relink(store, cid, link_settings, recs, new_ids)
             now = utc_now()
             counts = {s["id"]: s["n"] for s in sessions}
             store.conn.executemany(
@@ -297,17 +316,62 @@ def _build_one(store: Store, cid: str, use_llm: bool, llm: ChatModel | None, reb
     return result
 
 
-def relink(store: Store, cid: str, link_settings: LinkSettings | None = None, recs: list[EventRec] | None = None) -> None:
+def relink(store: Store, cid: str, link_settings: LinkSettings | None = None, recs: list[EventRec] | None = None,
+           new_ids: set[str] | None = None) -> None:
     """Recompute one conversation's `updates`/`contradicts` edges and validity from the events it has now.
 
     Every build ends with it; `tracecli forget` runs it after removing events, so a fact
-    whose newer value was forgotten becomes current again. `recs`: the events, if already read.
+    whose newer value was forgotten becomes current again. `recs`: the events, if already read;
+    `new_ids`: the events this build added, if any (see `_drawn_before`).
     """
-    store.execute("DELETE FROM edges WHERE conversation_id = ? AND family = 'evolution'", (cid,))
     recs = _event_recs(store, cid) if recs is None else recs
+    frames = frame_recs(recs)
+    embed = masked_embedder()
+    drawn = _drawn_before(store, cid, frames, recs, new_ids, embed) if new_ids else None
+    store.execute("DELETE FROM edges WHERE conversation_id = ? AND family = 'evolution'", (cid,))
     facet_edges = evolution_edges(recs, link_settings or LinkSettings())
-    _insert_edges(store, cid, facet_edges + frame_edges(frame_recs(recs), recs, facet_edges, masked_embedder()))
+    constructions, implicit = drawn or (None, None)
+    _insert_edges(store, cid, facet_edges + frame_edges(frames, recs, facet_edges, embed, constructions, implicit))
     apply_validity(store, cid)
+
+
+#: the kind of revision an evolution edge's justification names last ("… (found by construction: quit)")
+_FOUND_BY = re.compile(r"\(found by (\w+)[^()]*\)$")
+
+
+def _drawn_before(store: Store, cid: str, frames: list[FrameRec], recs: list[EventRec], new_ids: set[str],
+                  embed: Embed | None) -> tuple[list[EdgeRec], list[EdgeRec]] | None:
+    """The construction and implicit edges of all the frames, the earlier frames' read back from the store.
+
+    Only when every new event was said after every earlier one (a new session: messages are numbered as they
+    arrive); else None, and `relink` computes them all. An earlier frame's construction and implicit edges
+    read nothing said after it, so the last relink drew them; it stored those that `frame_edges`' filters
+    kept, and the filters drop what they dropped then in a full run too (they only ever drop more as edges
+    are added). Both lists go through the filters again with the new frames' own, computed with every earlier
+    event and frame in view (the key similarities from one embedding of all the frames, as in a full run).
+    This is most of a relink's time on a long conversation; facet and anaphora edges are still computed in
+    full (`tests/test_graph_incremental.py` builds conversations session by session and at once and compares
+    their edges and validity).
+    """
+    new_orders = [r.order for r in recs if r.id in new_ids]
+    old_seqs = [r.seq for r in recs if r.id not in new_ids]
+    if not new_orders or not old_seqs or min(new_orders)[0] <= max(old_seqs):
+        return None
+    since = min(new_orders)
+    stored: dict[str, list[EdgeRec]] = {"construction": [], "implicit": []}
+    # in the order the last relink inserted them (SQLite's rowid), which is the order a full run draws them in;
+    # the filters keep the same edges in any order, and a server's row version adds the id for a total order
+    for src, dst, label, confidence, why in store.execute(
+        "SELECT src, dst, label, confidence, justification FROM edges WHERE conversation_id = ? AND family = 'evolution' "
+        f"ORDER BY {store.row_version}, id", (cid,)
+    ):
+        found = _FOUND_BY.search(why)
+        if found and found.group(1) in stored:
+            stored[found.group(1)].append(EdgeRec(src, dst, label, confidence, why))
+    # the earlier frames stay in view (their value types, their messages) but draw nothing again
+    constructions = construction_edges([f if f.ev.id in new_ids or not f.constructions else replace(f, constructions=[])
+                                        for f in frames], recs)
+    return stored["construction"] + constructions, stored["implicit"] + implicit_edges(frames, embed, since)
 
 
 def _ledger_counts(store: Store) -> tuple[int, int, int]:

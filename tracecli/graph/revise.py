@@ -235,8 +235,11 @@ def _vtype_of(types: Mapping[str, str], ev: EventRec) -> str:
     return types.get(ev.id) or ("name" if ev.value and ev.value[:1].isupper() else "thing")
 
 
-def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None) -> list[EdgeRec]:
-    """Later frames of the same subject that restate a compatible key with a different value."""
+def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None,
+                   since: tuple[int, int] | None = None) -> list[EdgeRec]:
+    """Later frames of the same subject that restate a compatible key with a different value.
+
+    `since`: only frames said at or after this (seq, sentence) get edges; the earlier ones are candidates only."""
     # (a name said beside a noun — "my colleague Pilar", "my new colleague Sam" — is one of several such names)
     ordered = sorted((f for f in frames if not f.ev.negated and not f.hedged and f.key != "retract" and not f.named),
                      key=lambda f: f.ev.order)
@@ -244,6 +247,9 @@ def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None) -> list[Edge
     earlier = _EarlierFrames()
     edges: list[EdgeRec] = []
     for new in ordered:
+        if since is not None and new.ev.order < since:
+            earlier.add(new)
+            continue
         best: tuple[float, FrameRec] | None = None
         for old in earlier.candidates(new):
             if old.ev.subject != new.ev.subject or old.ev.seq == new.ev.seq:
@@ -369,12 +375,16 @@ def anaphora_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) -> lis
 
 
 def frame_edges(frames: Sequence[FrameRec], known: Sequence[EventRec], existing: Sequence[EdgeRec],
-                embed: Embed | None) -> list[EdgeRec]:
-    """Construction, anaphora and implicit `updates` edges that the facet layer has not already drawn."""
+                embed: Embed | None, constructions: Sequence[EdgeRec] | None = None,
+                implicit: Sequence[EdgeRec] | None = None) -> list[EdgeRec]:
+    """Construction, anaphora and implicit `updates` edges that the facet layer has not already drawn.
+
+    `constructions`, `implicit`: `construction_edges(frames, known)` and `implicit_edges(frames, embed)` when the
+    caller already has them (an incremental relink, `tracecli.graph.build`)."""
     have = {(e.src, e.dst) for e in existing}
     touched_old = {e.dst for e in existing if e.label == "updates"}
     out: list[EdgeRec] = []
-    for e in construction_edges(frames, known):
+    for e in construction_edges(frames, known) if constructions is None else constructions:
         if (e.src, e.dst) not in have:
             have.add((e.src, e.dst))
             out.append(e)
@@ -385,7 +395,7 @@ def frame_edges(frames: Sequence[FrameRec], known: Sequence[EventRec], existing:
             have.add((e.src, e.dst))
             out.append(e)
             touched_old.add(e.dst)
-    for e in implicit_edges(frames, embed):
+    for e in implicit_edges(frames, embed) if implicit is None else implicit:
         if (e.src, e.dst) in have or e.dst in touched_old:
             continue
         have.add((e.src, e.dst))
