@@ -39,7 +39,7 @@ from tracecli.query.settings import AskSettings  # noqa: E402
 from tracecli.store import open_store  # noqa: E402
 
 #: the sets whose failures were read (README, Quality: the sets table)
-DEV = "a b c d e f g h j k l n o p q r u v".split()
+DEV = "a b c d e f g h j k l n o p q r u v z aa ab ac".split()
 
 Group = tuple[str, str, np.ndarray, np.ndarray, np.ndarray]  # set, kind, features, right, stale
 
@@ -98,11 +98,11 @@ def groups_of(set_dir: Path, workdir: Path, embedder: object) -> list[Group]:
             if choose.replaceable(flags.support)]  # a chain's answer is never replaced: nothing to learn there
 
 
-def report(groups: list[Group], weights_for: dict[str, np.ndarray]) -> None:
+def report(groups: list[Group], weights_for: dict[str, choose.Trees]) -> None:
     table: dict[str, Counter] = defaultdict(Counter)
     for name, kind, x, right, stale in groups:
         proposal = int(np.argmax(x[:, choose.FEATURE_NAMES.index("proposed")]))
-        chosen = int(np.argmax(x @ weights_for[name]))
+        chosen = int(np.argmax(choose.scores(x, weights_for[name])))
         for k in (kind, "all"):
             table[k]["n"] += 1
             table[k]["reachable"] += right.any()
@@ -126,8 +126,8 @@ def main() -> None:
     ap.add_argument("--cv", action="store_true", help="report leave-one-set-out accuracy")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--out", type=Path, default=choose.WEIGHTS_FILE)
-    ap.add_argument("--stale-cost", type=float, default=2.0,
-                    help="how much more a choice that serves an outdated value costs than a miss (default 2)")
+    ap.add_argument("--stale-cost", type=float, default=0.5,
+                    help="how much a candidate's chance of stating an outdated value counts against it (default 0.5)")
     args = ap.parse_args()
     sets = args.sets or [ROOT / "benchmarks" / "data" / f"heldout_{s}" for s in DEV]
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -141,10 +141,10 @@ def main() -> None:
         held = {n: choose.fit([(x, y, st) for s, _, x, y, st in groups if s != n], stale_cost=args.stale_cost)
                 for n in names}
         report(groups, held)
-    w = choose.fit([(x, y, st) for _, _, x, y, st in groups], stale_cost=args.stale_cost)
-    print("\nlargest weights:", ", ".join(f"{n} {v:+.2f}" for n, v in choose.describe(w)[:12]))
+    model = choose.fit([(x, y, st) for _, _, x, y, st in groups], stale_cost=args.stale_cost)
+    print(f"\n{len(model.roots)} trees, {len(model.feature)} nodes, depth ≤ {model.depth}")
     if not args.no_write:
-        args.out.write_text(choose.as_json(w, names, {"stale_cost": args.stale_cost}), encoding="utf-8")
+        args.out.write_text(model.to_json(names), encoding="utf-8")
         print(f"wrote {args.out}")
 
 

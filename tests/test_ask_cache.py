@@ -86,8 +86,9 @@ def test_event_vectors_are_stored_once_and_reused(store: Store, embedder: Any) -
 
     again = CountingEmbedder(embedder)
     res = Asker(store, embedder=again).ask(CAT, conversation_id=UPDATE_HEAVY_ID)
-    # only the question, as asked and put to the participant it names: the sentences come from the table
-    assert again.texts == [CAT, "What is your cat called?"]
+    # only the question, as asked and put to the participant it names, and the noun phrase it asks for (the
+    # learned choice reads each candidate's closeness to it): the sentences come from the table
+    assert again.texts == [CAT, "What is your cat called?", "cat"]
     assert "Biscuit" in res.answer
 
 

@@ -95,11 +95,11 @@ def test_fit_learns_to_take_the_newer_statement_for_now_and_the_older_for_before
     now = choose.Flags(now=True, as_of=False, before=False, support="sentence")
     before = choose.Flags(now=False, as_of=False, before=True, support="sentence")
     groups = [_group(rng, now) for _ in range(40)] + [_group(rng, before) for _ in range(40)]
-    w = choose.fit(groups, iterations=300)
+    model = choose.fit(groups, rounds=60)
     x_now, _, _ = _group(rng, now)
     x_before, _, _ = _group(rng, before)
-    assert int(np.argmax(x_now @ w)) == 1
-    assert int(np.argmax(x_before @ w)) == 0
+    assert int(np.argmax(choose.scores(x_now, model))) == 1
+    assert int(np.argmax(choose.scores(x_before, model))) == 0
     with pytest.raises(ValueError):
         choose.fit([(x_now, np.zeros(2), np.zeros(2))])
 
@@ -108,37 +108,75 @@ def test_the_stale_cost_steers_away_from_an_outdated_statement():
     rng = np.random.default_rng(5)
     now = choose.Flags(now=True, as_of=False, before=False, support="sentence")
     newer_right = [(x, right, np.zeros(2)) for x, right, _ in (_group(rng, now) for _ in range(20))]
-    # as often again, the newer statement states an outdated value and nothing is right: only the stale cost
-    # learns from these groups
+    # twice as often, the newer statement states an outdated value and nothing is right
     newer_stale = [(x, np.zeros(2), right) for x, right, _ in (_group(rng, now) for _ in range(40))]
     x, _, _ = _group(rng, now)
-    without = choose.fit(newer_right + newer_stale, stale_cost=0.0, iterations=300)
-    with_cost = choose.fit(newer_right + newer_stale, stale_cost=1.0, iterations=300)
-    assert int(np.argmax(x @ without)) == 1
-    assert int(np.argmax(x @ with_cost)) == 0
+    without = choose.fit(newer_right + newer_stale, stale_cost=0.0, rounds=60)
+    with_cost = choose.fit(newer_right + newer_stale, stale_cost=1.0, rounds=60)
+    assert int(np.argmax(choose.scores(x, without))) == 1
+    assert int(np.argmax(choose.scores(x, with_cost))) == 0
 
 
-def test_the_shipped_weights_fit_the_features():
-    w = choose.weights()
-    assert w is not None and w.shape == (len(choose.FEATURE_NAMES),)
+def test_stored_trees_score_as_the_fitted_model_does():
+    """The trees walked in numpy (what `ask` runs; scikit-learn is needed only to fit) give scikit-learn's own
+    probabilities, and survive the JSON round trip."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(400, len(choose.FEATURE_NAMES)))
+    label = (x[:, 0] > 0).astype(int) + (x[:, 1] > 0.8)
+    fitted = HistGradientBoostingClassifier(max_iter=30, max_leaf_nodes=7, random_state=0).fit(x, label)
+    model = choose._exported(fitted, stale_cost=0.5)
+    assert np.allclose(model.proba(x[:50]), fitted.predict_proba(x[:50]))
+    again = choose.Trees.from_json(json.loads(model.to_json(["heldout_test"])))
+    assert np.allclose(again.proba(x[:50]), model.proba(x[:50]))
+
+
+def test_the_shipped_model_fits_the_features():
+    model = choose.weights()
+    assert isinstance(model, choose.Trees)
+    assert model.proba(np.zeros((3, len(choose.FEATURE_NAMES)))).shape == (3, 3)
     data = json.loads(choose.WEIGHTS_FILE.read_text(encoding="utf-8"))
     assert data["trained_on"] and all(name.startswith("heldout_") for name in data["trained_on"])
     # the sets quality is quoted on were never fitted on (README, Quality)
-    assert not {"heldout_w", "heldout_x", "heldout_y", "heldout_z", "heldout_aa"} & set(data["trained_on"])
+    held_out = {f"heldout_{s}" for s in ("i", "s", "t", "w", "x", "y", "ad", "ae")}
+    assert not held_out & set(data["trained_on"])
+
+
+def _stored(**change: object) -> str:
+    """A small valid model's JSON with some of its fields changed (None: left out)."""
+    data = json.loads(choose.fit([(np.eye(2, len(choose.FEATURE_NAMES)), np.array([1.0, 0.0]), np.array([0.0, 1.0]))] * 4,
+                                 rounds=3).to_json(["heldout_test"]))
+    trees = dict(data["trees"])
+    for key, value in change.items():
+        target = trees if key in trees else data
+        if value is None:
+            target.pop(key)
+        else:
+            target[key] = value
+    data["trees"] = trees
+    return json.dumps(data)
+
+
+def test_a_small_stored_model_is_read_back():
+    assert isinstance(choose.Trees.from_json(json.loads(_stored())), choose.Trees)
 
 
 @pytest.mark.parametrize("content", [
-    json.dumps({"features": ["rank"], "weights": [1.0]}),  # fitted for other features
-    json.dumps({"features": choose.FEATURE_NAMES, "weights": [1.0, 2.0]}),  # too few weights
-    json.dumps({"features": choose.FEATURE_NAMES, "weights": ["x"] * len(choose.FEATURE_NAMES)}),
-    json.dumps({"features": choose.FEATURE_NAMES, "weights": [[1.0]] * len(choose.FEATURE_NAMES)}),
-    json.dumps({"features": choose.FEATURE_NAMES}),  # no weights
-    json.dumps([1, 2, 3]),
-    "{not json",
-], ids=["other-features", "short", "strings", "nested", "missing", "list", "broken"])
+    lambda: _stored(features=["rank"]),  # fitted for other features
+    lambda: _stored(kind="linear"),
+    lambda: _stored(threshold=[0.0]),  # fewer thresholds than nodes
+    lambda: _stored(left=[10**6] * 3),  # children outside the node arrays
+    lambda: _stored(value=["x"]),
+    lambda: _stored(baseline=[0.0]),  # one class, not three
+    lambda: _stored(roots=None),
+    lambda: json.dumps({"features": choose.FEATURE_NAMES, "weights": [1.0] * len(choose.FEATURE_NAMES)}),  # old kind
+    lambda: json.dumps([1, 2, 3]),
+    lambda: "{not json",
+], ids=["other-features", "kind", "short", "children", "strings", "classes", "no-roots", "linear", "list", "broken"])
 def test_weights_that_do_not_fit_the_features_are_not_used(tmp_path, monkeypatch, content):
     stale = tmp_path / "w.json"
-    stale.write_text(content, encoding="utf-8")
+    stale.write_text(content(), encoding="utf-8")
     monkeypatch.setattr(choose, "WEIGHTS_FILE", stale)
     choose.weights.cache_clear()
     try:
@@ -179,6 +217,31 @@ def test_ask_reads_its_answer_from_the_chosen_sentence(ask_store, embedder, monk
     assert set(chosen.source_refs[:1]) <= {f"{ALICE}:{r}" for r in latest.event.source_refs} | set(latest.event.source_refs)
     assert chosen.source_refs[:1] != proposed.source_refs[:1]
     assert 0.0 < chosen.confidence <= 1.0
+    # the two disagree: the rule step's sentence stays in the context, right after the chosen one's
+    cited = [ref for item in chosen.context for ref in item.source_refs]
+    assert chosen.context[0].source_refs[:1] == chosen.source_refs[:1]
+    assert proposed.source_refs[0] in cited[: 1 + len(chosen.context[1].source_refs)]
+
+
+def test_a_question_about_when_an_event_happened_is_left_to_the_rule_step(ask_store, embedder, monkeypatch):
+    """The model was fitted on questions about what holds; "When did …?" asks when something happened, so even
+    weights that would take the latest sentence are not consulted."""
+    from tracecli.query.ask import Asker
+    from tracecli.query.settings import AskSettings
+
+    assert not choose.fitted_for("When did Alice get the kitten?") and not choose.fitted_for("  when did he move?")
+    assert choose.fitted_for("When is Alice's flight now?") and choose.fitted_for("Where did Alice move?")
+    from tracecli.query import ask as ask_module
+
+    monkeypatch.setattr(choose, "weights", _latest_only)
+    question = "When did Alice get the kitten?"
+    learned = Asker(ask_store, settings=AskSettings(learned_choice=True), embedder=embedder)
+    learned.choice_log = []
+    res = learned.ask(question, conversation_id=ALICE, store_answer=False)
+    assert not res.abstained and learned.choice_log == []
+    monkeypatch.setattr(ask_module, "fitted_for", lambda q: True)  # as if the model were fitted on such questions
+    learned.ask(question, conversation_id=ALICE, store_answer=False)
+    assert learned.choice_log  # … it would have been put to the model
 
 
 def test_ablating_the_choice_answers_from_the_rule_step(ask_store, embedder, monkeypatch):

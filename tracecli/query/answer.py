@@ -44,6 +44,8 @@ class Readers:
     sentence_sim: Callable[[Sequence[EventNode]], Sequence[float]]  # each event's sentence vs the question
     value_fit: Callable[[str, Sequence[str]], Sequence[float]]  # asked noun phrase vs candidate values
     between: Callable[[EventNode, Sequence[EventNode]], Sequence[float]]  # one event's sentence vs others'
+    # a short text (the asked noun phrase) vs each event's sentence
+    phrase_sim: Callable[[str, Sequence[EventNode]], Sequence[float]] | None = None
 
 
 @dataclass
@@ -56,6 +58,8 @@ class Answer:
     conflict: list[str] = field(default_factory=list)
     support: str = "none"  # chain | frame | sentence | none: what the answer rests on
     confidence: float = 0.0  # 0–1
+    #: the rule step's own sentence when the learned choice answered from another (kept in the context beside it)
+    proposed: str | None = None
 
 
 def _order(ev: EventNode) -> tuple[int, int]:

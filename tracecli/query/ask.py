@@ -24,7 +24,7 @@ from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
 from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, event_answer, newest_successor, read_event
 from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mark_winner
-from tracecli.query.choose import Flags, Row, candidate_rows, choose_stating, flags_of, replaceable
+from tracecli.query.choose import Flags, Row, candidate_rows, choose_stating, fitted_for, flags_of, replaceable
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
@@ -197,6 +197,7 @@ class Asker:
         self._scope_ids: list[str] = []
         self._changes = -1  # the connection's total_changes after this Asker's own last write
         self._short_vecs: dict[str, np.ndarray] = {}  # asked phrases and candidate values, normalised (value fit)
+        self._phrase_vecs: dict[str, np.ndarray] = {}  # asked phrases alone, normalised (the learned choice)
         #: when a list, each question's candidate rows for the learned choice are appended to it
         #: (`benchmarks/train_chooser.py`)
         self.choice_log: list[tuple[list[Row], Flags]] | None = None
@@ -575,13 +576,14 @@ class Asker:
         (`tracecli.query.choose`), or the rule step's own when it prefers that one; an abstention and the valid end of
         a revision chain stay as they are."""
         if answer.abstained or not answer.event_ids or answer.event_ids[0] not in graph.events or not ranked \
-                or not replaceable(answer.support):
+                or not replaceable(answer.support) or not fitted_for(question):
             return answer
         learned = self.settings.learned_choice and "choice" not in self.settings.ablate
         if not learned and self.choice_log is None:
             return answer
         proposal = graph.events[answer.event_ids[0]]
-        rows = candidate_rows(graph, shape, ranked, relevance, proposal, question, as_of, readers.between)
+        rows = candidate_rows(graph, shape, ranked, relevance, proposal, question, as_of, readers.between,
+                              readers.phrase_sim)
         flags = flags_of(shape, question, as_of, answer.support)
         if self.choice_log is not None:
             self.choice_log.append((rows, flags))
@@ -590,6 +592,7 @@ class Asker:
             return answer
         chosen = read_event(graph, picked[0].event, shape, best_cos, question, self.settings, as_of)
         chosen.confidence = round(picked[1], 3)
+        chosen.proposed = proposal.id
         return chosen
 
     def _readers(self, scope: _Scope, qvec: np.ndarray) -> Readers:
@@ -622,7 +625,21 @@ class Asker:
             m = vectors.matrix([event, *others])
             return (m[1:] @ m[0]).tolist()
 
-        return Readers(sentence_sim, value_fit, between)
+        phrases = self._phrase_vecs
+
+        def phrase_sim(phrase: str, events: Sequence[EventNode]) -> list[float]:
+            if not events:
+                return []
+            if phrase not in phrases:
+                # embedded on its own and kept apart from `value_fit`'s texts: a batch's make-up moves vectors in
+                # their last digits, and the values' vectors must not depend on which phrases came first
+                if len(phrases) > 10_000:
+                    phrases.clear()
+                vec = np.asarray(self.embedder.embed_batch([phrase]), dtype=np.float32)[0]
+                phrases[phrase] = vec / max(float(np.linalg.norm(vec)), 1e-9)
+            return (vectors.matrix(list(events)) @ phrases[phrase]).tolist()
+
+        return Readers(sentence_sim, value_fit, between, phrase_sim)
 
     def _rerank_sentences(self, scope: _Scope, qvec: np.ndarray, ranked: list[tuple[EventNode, float]],
                           shape: QueryShape, top: int = 16) -> list[tuple[EventNode, float]]:
@@ -758,7 +775,14 @@ class Asker:
         if answer.event_ids and answer.event_ids[0] in graph.events and not no_paths:
             answer_path = _answer_path(graph, answer.event_ids[0], as_of)
             score_path(graph, answer_path, relevance, s, as_of)
-        cited: set[str] = set(answer_path.event_ids) if answer_path else set()
+        # the rule step's sentence, when the learned choice answered from another: the two disagree, so the reader
+        # (and an LLM) sees both
+        proposed_path: Path | None = None
+        if answer_path is not None and answer.proposed and answer.proposed in graph.events \
+                and answer.proposed not in answer_path.event_ids:
+            proposed_path = _answer_path(graph, answer.proposed, as_of)
+            score_path(graph, proposed_path, relevance, s, as_of)
+        cited: set[str] = {eid for p in (answer_path, proposed_path) if p for eid in p.event_ids}
         cited_msgs = {m for eid in cited for m in graph.events[eid].message_ids}
         units: list[tuple[ContextItem, Path | None]] = []
         shown: set[str] = set()  # item texts already in the context
@@ -804,7 +828,7 @@ class Asker:
             if path is not None:
                 cited.update(path.event_ids)
         b_path += max(0, b_note - used_note)  # Eq. 21: freed note budget goes to paths
-        chosen: list[Path] = [answer_path] if answer_path else []
+        chosen: list[Path] = [p for p in (answer_path, proposed_path) if p]
         walked: set[frozenset[str]] = set()  # the messages each chosen path rests on
         for p in [] if no_paths else paths:
             if len(p.event_ids) < 2 or set(p.event_ids) <= cited:
@@ -832,8 +856,9 @@ class Asker:
             used_path += cost
         # Most useful first: the answer's path, then the note section, with graph paths every third item.
         ordered: list[tuple[ContextItem, Path | None]] = []
-        if extra and answer_path is not None and extra[0][1] is answer_path:
-            ordered.append(extra.pop(0))
+        for first in (answer_path, proposed_path):
+            if extra and first is not None and extra[0][1] is first:
+                ordered.append(extra.pop(0))
         while units or extra:
             ordered.extend(units[:2])
             units = units[2:]
