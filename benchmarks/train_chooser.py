@@ -126,8 +126,8 @@ def main() -> None:
     ap.add_argument("--cv", action="store_true", help="report leave-one-set-out accuracy")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--out", type=Path, default=choose.WEIGHTS_FILE)
-    ap.add_argument("--stale-cost", type=float, default=0.5,
-                    help="how much a candidate's chance of stating an outdated value counts against it (default 0.5)")
+    ap.add_argument("--stale-cost", type=float, default=1.0,
+                    help="how much a candidate's chance of stating an outdated value counts against it (default 1)")
     args = ap.parse_args()
     sets = args.sets or [ROOT / "benchmarks" / "data" / f"heldout_{s}" for s in DEV]
     args.workdir.mkdir(parents=True, exist_ok=True)

@@ -314,7 +314,7 @@ def choose(rows: Sequence[Row], flags: Flags, w: Scorer | None = None) -> tuple[
     return rows[best], float(z[best] / z.sum())
 
 
-def fit(groups: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], *, stale_cost: float = 0.5,
+def fit(groups: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], *, stale_cost: float = 1.0,
         rounds: int = 200, seed: int = 0) -> Trees:
     """Gradient-boosted trees (scikit-learn's histogram GBM, a training-time dependency only) on every candidate of
     the groups that have a candidate marked right or stale: each group is (features of its candidates, 1 for those
