@@ -20,10 +20,9 @@ pytest_plugins = ["ask_fixtures"]
 # as_of was 0.8 until session 11: the learned answer choice (tracecli.query.choose) answers two of these thirteen
 # as-of questions from a later trip ("finally doing Japan") rather than the facet-era frame (10 of 13), while on the
 # blind sets W and X it took as-of answers from 0.364 to 0.500 and all answers 88 -> 103 of 221 (README, Quality)
-# stable was 0.9 until session 14: the learned choice's trees (which replaced the logit) answer "What's the name of
-# Alice's sister?" from the kitten's renaming two sentences on (9 of 11), while leave-one-set-out on the 22 dev sets
-# they chose a right sentence 1,471 times against the logit's 1,402, a stale one 96 times against 110 (README, Quality)
-THRESHOLDS = {"current": 0.85, "as_of": 0.75, "stable": 0.8}
+# stable was 0.8 in session 14 only: the trees then answered "What's the name of Alice's sister?" from another
+# sentence of the proposal's own message; since session 15 such a sentence never replaces the proposal (10 of 11)
+THRESHOLDS = {"current": 0.85, "as_of": 0.75, "stable": 0.9}
 MAX_LEAKAGE = 0.05
 
 

@@ -313,3 +313,44 @@ def test_a_musing_proposal_gives_way_to_a_candidate_that_states():
     for r in rows:
         r.muses = True
     assert choose.choose_stating(rows, flags, w)[0].proposed
+
+
+def test_a_sentence_of_the_proposals_own_message_does_not_replace_it():
+    # the model is fitted on messages (a candidate is right when its message is gold evidence), so it cannot tell
+    # one sentence of the proposal's message from another: weights that want another sentence of that message get
+    # the proposal; the same sentence in a message of its own is chosen
+    rows = _rows()
+    w = np.zeros(len(choose.FEATURE_NAMES))
+    w[choose.FEATURE_NAMES.index("proposed")] = -50.0
+    flags = choose.flags_of(shape_of(QUESTION, ["Noor"], None), QUESTION, None, "sentence")
+    other = choose.choose(rows, flags, w)[0]
+    assert not other.proposed and not other.same_message
+    other.same_message = True
+    assert choose.choose(rows, flags, w)[0].proposed
+
+
+def test_a_chosen_sentence_that_only_says_the_proposals_answer_again_keeps_the_proposal():
+    from tracecli.query.answer import Answer
+
+    def read(text: str) -> Answer:
+        return Answer(text=text, abstained=False)
+
+    later = _ev("later", 9, "Pepper loves the cold though, he's a new dog")
+    assert choose.restates(later, read(later.quote), read("Pepper"))
+    assert not choose.restates(later, read(later.quote), read("Pep"))  # inside a longer word
+    assert not choose.restates(later, read(later.quote), read("Biscuit"))
+    assert not choose.restates(later, Answer(text="not enough evidence", abstained=True), read("Pepper"))
+    # a sentence with a value of its own, or one that denies, says something new
+    assert not choose.restates(_with(later, value="greyhound"), read(later.quote), read("Pepper"))
+    assert not choose.restates(_with(later, negated=True), read(later.quote), read("Pepper"))
+    # a sentence that names something besides the proposal's answer says something new
+    rent = _ev("rent", 9, "£1,250, so up from the £1,100 I was paying before")
+    assert not choose.restates(rent, read(rent.quote), read("£1,100"))
+    # a proposal that is a clause rather than a value is no better an answer than the sentence that holds it
+    assert not choose.restates(later, read(later.quote), read("he's a new dog"))
+
+
+def _with(ev: EventNode, **change: object) -> EventNode:
+    from dataclasses import replace
+
+    return replace(ev, **change)

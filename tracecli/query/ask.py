@@ -24,7 +24,8 @@ from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
 from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, event_answer, newest_successor, read_event
 from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mark_winner
-from tracecli.query.choose import Flags, Row, candidate_rows, choose_stating, fitted_for, flags_of, replaceable
+from tracecli.query.choose import (Flags, Row, candidate_rows, choose_stating, fitted_for, flags_of, replaceable,
+                                   restates)
 from tracecli.query.paths import EventNode, Graph, Path, Step, load_graph, rank_paths, score_path, traverse
 from tracecli.query.retrieve import NoteHit, hybrid_search, mentions
 from tracecli.query.settings import AskSettings
@@ -591,6 +592,8 @@ class Asker:
         if picked is None or picked[0].event.id == proposal.id:
             return answer
         chosen = read_event(graph, picked[0].event, shape, best_cos, question, self.settings, as_of)
+        if restates(picked[0].event, chosen, answer):
+            return answer
         chosen.confidence = round(picked[1], 3)
         chosen.proposed = proposal.id
         return chosen

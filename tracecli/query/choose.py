@@ -14,7 +14,11 @@ superseded value); the candidate with the highest P(right) − stale_cost · P(s
 answer's confidence. Trees replaced session 11's conditional logit: leave-one-set-out on the 22 dev sets they chose
 a right sentence for 1,471 of 2,183 questions against the logit's 1,402, and a stale one for 96 against 110 (trees
 can weigh a feature by the values of others; a logit has one weight per feature). An answer that is the valid end of a revision chain (support `chain`) is
-never replaced: the graph's explicit revisions outrank any choice among sentences.
+never replaced: the graph's explicit revisions outrank any choice among sentences. Two guards keep the rule step's
+reading where the model cannot do better (session 15): another sentence of the proposal's own message never replaces
+it (the model is fitted on messages: a candidate is right when its message is gold evidence, so it cannot tell one
+sentence of a message from another), and a chosen sentence that only says the proposal's answer again (`restates`)
+leaves the proposal's span standing.
 
 The model (`choose_weights.json`) is fitted by `benchmarks/train_chooser.py` on the dev sets only (the sets
 whose failures were read); nothing in this module names a word, phrase or value from any set. Quality is quoted on
@@ -33,11 +37,12 @@ from typing import Any
 
 import numpy as np
 
+from tracecli.query.answer import Answer
 from tracecli.query.paths import EventNode, Graph
 from tracecli.query.frame_answer import _asked_phrase, _key_words, _lemmas, asked_noun
 from tracecli.query.shape import QueryShape, asks_before
 from tracecli.query.span import parsed
-from tracecli.text import content_words
+from tracecli.text import content_words, whole_words
 
 #: how many of the best-ranked sentences are candidates (the proposal joins them if it is not among them)
 WINDOW = 10
@@ -308,10 +313,29 @@ def choose(rows: Sequence[Row], flags: Flags, w: Scorer | None = None) -> tuple[
     x = features(rows, flags)
     s = scores(x, w)
     best = int(np.argmax(s))
+    if rows[best].same_message and not rows[best].proposed:
+        # the model was fitted on whole messages (a candidate is right when its message is gold evidence), so it
+        # cannot tell one sentence of the proposal's message from another: the rule step's sentence stays
+        best = next((i for i, r in enumerate(rows) if r.proposed), best)
     if isinstance(w, Trees):
         return rows[best], float(w.proba(x)[best, 1])
     z = np.exp(s - s.max())
     return rows[best], float(z[best] / z.sum())
+
+
+def restates(chosen: EventNode, read: Answer, proposal: Answer) -> bool:
+    """Whether the chosen sentence only says the proposal's answer again: the proposal's answer names something
+    specific ("Pepper"), the chosen sentence holds no value of its own and is not a denial, and its reading (often
+    the whole sentence: "Pepper loves the cold though, he's a new dog") contains that answer as whole words and names
+    nothing else. The two agree, and the rule step's span is the better answer. A chosen sentence that names
+    something besides ("£1,250, so up from the £1,100 I was paying") says something new and is kept."""
+    from tracecli.query.answer import _holds_value
+
+    said = proposal.text.strip()
+    if chosen.value or chosen.negated or read.abstained or proposal.abstained or not said or not _holds_value(said):
+        return False
+    found = whole_words(said).search(read.text)
+    return found is not None and not _holds_value(read.text[:found.start()] + read.text[found.end():])
 
 
 def fit(groups: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], *, stale_cost: float = 1.0,
