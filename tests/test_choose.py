@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from ask_fixtures import ALICE, ask_db, ask_store  # noqa: F401 (ask_db, ask_store are fixtures)
 
 from tracecli.query import choose
+from tracecli.query.answer import Answer
 from tracecli.query.paths import EventNode, Graph
 from tracecli.query.shape import shape_of
 
@@ -330,8 +332,6 @@ def test_a_sentence_of_the_proposals_own_message_does_not_replace_it():
 
 
 def test_a_chosen_sentence_that_only_says_the_proposals_answer_again_keeps_the_proposal():
-    from tracecli.query.answer import Answer
-
     def read(text: str) -> Answer:
         return Answer(text=text, abstained=False)
 
@@ -351,6 +351,4 @@ def test_a_chosen_sentence_that_only_says_the_proposals_answer_again_keeps_the_p
 
 
 def _with(ev: EventNode, **change: object) -> EventNode:
-    from dataclasses import replace
-
     return replace(ev, **change)

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from tracecli.query.answer import Answer
+from tracecli.query.answer import Answer, _holds_value
 from tracecli.query.paths import EventNode, Graph
 from tracecli.query.frame_answer import _asked_phrase, _key_words, _lemmas, asked_noun
 from tracecli.query.shape import QueryShape, asks_before
@@ -329,8 +329,6 @@ def restates(chosen: EventNode, read: Answer, proposal: Answer) -> bool:
     the whole sentence: "Pepper loves the cold though, he's a new dog") contains that answer as whole words and names
     nothing else. The two agree, and the rule step's span is the better answer. A chosen sentence that names
     something besides ("£1,250, so up from the £1,100 I was paying") says something new and is kept."""
-    from tracecli.query.answer import _holds_value
-
     said = proposal.text.strip()
     if chosen.value or chosen.negated or read.abstained or proposal.abstained or not said or not _holds_value(said):
         return False
