@@ -258,8 +258,10 @@ def _entities(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> 
     for ent in doc.ents:
         if ent.label_ in labels and ent.text not in avoid:
             start = ent.start - 1 if ent.start and doc[ent.start - 1].is_currency else ent.start
-            if doc[start: ent.end].text not in out:
-                out.append(doc[start: ent.end].text)
+            # a possessive ending the entity reader may take with a name is not part of it ("Bethan's")
+            end = ent.end - 1 if ent.end - start > 1 and doc[ent.end - 1].tag_ == "POS" else ent.end
+            if doc[start: end].text not in out:
+                out.append(doc[start: end].text)
     if "COLOR" in labels:
         from tracecli.graph.lexicon import is_colour
 
