@@ -64,3 +64,10 @@ def test_a_sentence_about_the_listener_is_the_listeners_event() -> None:
     assert vegan.subject == "Alice" and "'ll" not in vegan.description
     for e in events:
         assert not e.description.lower().startswith(("ok ", "oh ", "haha")), e.description
+
+
+def test_a_name_is_read_without_the_clitic_after_it() -> None:
+    # "Meera's" is "Meera has": the partner is Meera
+    events = _events([("Bob", "my wife Meera's taken up sea swimming, she goes every morning")])
+    partner = next(e for e in events if e.facet == "partner")
+    assert (partner.subject, partner.value) == ("Bob", "Meera")

@@ -232,6 +232,8 @@ def _clean_value(value: str, kind: str) -> str:
     v = value.strip().strip("'\"’“”")
     v = re.sub(r"\s+(?:now|too|as well|again|then|though|tbh|lol|haha|anyway|instead)$", "", v, flags=re.I)
     v = re.sub(r"^(?:the|a|an)\s+(?=[a-z])", "", v) if kind in ("thing",) else v
+    # a name never ends in a clitic: "my wife Bethan's taken up swimming" (has) names Bethan
+    v = re.sub(r"(?<=\w)['’]s$", "", v) if kind == "name" else v
     return v.strip(" ,.;:!?-–—")
 
 
