@@ -639,6 +639,13 @@ def test_a_sentence_that_tells_a_change_answers_with_the_value_it_changed_to():
     ward = "Which ward is Noor standing in?"
     answer = Answer(text="Eastfield", abstained=False, event_ids=["c"], source_refs=["m4"], method="sentence")
     assert _settled(answer, _graph(a, b), shape_of(ward, ["Noor"], None), ward, AskSettings(), None).text == "Riverside"
+    # a reading that stops inside the change, the old value and part of the new, is the new value too
+    slot = {"constructions": [{"name": "from_to", "old": "sunday nights", "new": "friday evenings", "old_head": "night"}],
+            "key": "move to", "type": "date", "head": "evening"}
+    c = _ev("d", 5, "they've moved me from sunday nights to friday evenings, new lad wanted the late slot", frame=slot)
+    when = "When is Noor's radio show on these days?"
+    cut = Answer(text="sunday nights to friday", abstained=False, event_ids=["d"], source_refs=["m5"], method="sentence")
+    assert _settled(cut, _graph(c), shape_of(when, ["Noor"], None), when, AskSettings(), None).text == "friday evenings"
 
 
 def test_a_place_is_read_from_whole_words_only():

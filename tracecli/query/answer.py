@@ -27,7 +27,7 @@ from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape, asks_before
 from tracecli.query.span import parsed as _parsed
 from tracecli.query.span import settle
-from tracecli.text import whole_words
+from tracecli.text import content_words, whole_words
 from tracecli.text import words as word_tokens
 
 NOT_ENOUGH = "not enough evidence"
@@ -883,7 +883,10 @@ def _past_the_change(answer: Answer, graph: Graph, shape: QueryShape, question: 
         if c.get("name") not in _SUBSTITUTIONS or not old or not new or new.lower() not in ev.quote.lower():
             continue
         said, olds, news = set(word_tokens(answer.text)), set(word_tokens(old)), set(word_tokens(new))
-        if said & olds and not said & news:
+        # or a part of the sentence holds the old value beside the new: the reader took the change's span ("sunday
+        # nights to friday" of "from sunday nights to friday teatimes"); the whole sentence says both, and stays
+        span = answer.text.strip() != ev.quote.strip() and set(content_words(answer.text)) & set(content_words(old))
+        if said & olds and not said & news or span:
             at = ev.quote.lower().find(new.lower())
             widened = _time_phrase(ev.quote[max(0, at - 10):]) if shape.wh == "when" else None  # "every" before it
             answer.text = widened if widened and new.lower() in widened.lower() else new
