@@ -258,7 +258,7 @@ def _entities(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> 
     for ent in doc.ents:
         if ent.label_ in labels and ent.text not in avoid:
             start = ent.start - 1 if ent.start and doc[ent.start - 1].is_currency else ent.start
-            # a possessive ending the entity reader may take with a name is not part of it ("Bethan's")
+            # a possessive ending the entity reader may take with a name is not part of it ("Dr Okafor's")
             end = ent.end - 1 if ent.end - start > 1 and doc[ent.end - 1].tag_ == "POS" else ent.end
             if doc[start: end].text not in out:
                 out.append(doc[start: end].text)
@@ -878,6 +878,8 @@ def _past_the_change(answer: Answer, graph: Graph, shape: QueryShape, question: 
     ev = graph.events[answer.event_ids[0]]
     # the sentence's constructions sit on one of its events (the one that states a frame of the speaker's)
     told = [c for e in _sentence_events(graph, ev) for c in (e.frame or {}).get("constructions", [])]
+    # a part of the sentence (not the whole, which says both values) and its content words
+    part = set(content_words(answer.text)) if answer.text.strip() != ev.quote.strip() else set()
     for c in told:
         old, new = c.get("old", ""), c.get("new", "")
         if c.get("name") not in _SUBSTITUTIONS or not old or not new or new.lower() not in ev.quote.lower():
@@ -885,8 +887,7 @@ def _past_the_change(answer: Answer, graph: Graph, shape: QueryShape, question: 
         said, olds, news = set(word_tokens(answer.text)), set(word_tokens(old)), set(word_tokens(new))
         # or a part of the sentence holds the old value beside the new: the reader took the change's span ("sunday
         # nights to friday" of "from sunday nights to friday teatimes"); the whole sentence says both, and stays
-        span = answer.text.strip() != ev.quote.strip() and set(content_words(answer.text)) & set(content_words(old))
-        if said & olds and not said & news or span:
+        if said & olds and not said & news or part & set(content_words(old)):
             at = ev.quote.lower().find(new.lower())
             widened = _time_phrase(ev.quote[max(0, at - 10):]) if shape.wh == "when" else None  # "every" before it
             answer.text = widened if widened and new.lower() in widened.lower() else new
