@@ -50,6 +50,9 @@ def test_novelty_and_negation(nlp) -> None:
     assert (f.key, f.value, f.novelty) == ("dog", "Pip", True)
     [g] = [g for g in frames(nlp, "I don't drink coffee") if g.value == "coffee"]
     assert g.negated
+    # a verb of arriving at a state ("ended up with", "wound up in") presents its value as the new one
+    [h] = [h for h in frames(nlp, "we ended up with Halifax for the mortgage") if h.value == "Halifax"]
+    assert h.novelty and h.key == "end up with"
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -75,6 +78,16 @@ def test_novelty_and_negation(nlp) -> None:
     ("the GP took me off the statins", ("retract", "statins", None)),
     ("finally closed my Nationwide account", ("retract", "account", None)),
     ("we've moved on from Tidal, it's Deezer these days", ("retract", "Tidal", None)),
+    # the value as the subject of its own ending: parted with, lapsed, closed down
+    ("our foster puppy Juniper got adopted last weekend", ("ended", "Juniper", None)),
+    ("my road bike was stolen outside the station", ("ended", "bike", None)),
+    ("the caterer cancelled on us two days before", ("ended", "caterer", None)),
+    ("the bike shop on Mill Lane closed down in May", ("ended", "shop", None)),
+    ("no more early shifts for me, thank god", ("retract", "shifts", None)),
+    ("we ended our gym membership in June", ("retract", "membership", None)),
+    ("the Lisbon job didn't work out", ("ended", "job", None)),
+    ("I let my climbing membership lapse", ("ended", "membership", None)),
+    ("so I returned the Brooks trainers", ("retract", "trainers", None)),
 ])
 def test_constructions(nlp, text: str, expected: tuple) -> None:
     assert expected in cons(nlp, text)
@@ -83,6 +96,15 @@ def test_constructions(nlp, text: str, expected: tuple) -> None:
 @pytest.mark.parametrize("text", ["I took the day off", "I packed the car last night", "I handed the form in at reception"])
 def test_no_retraction_in_literal_uses(nlp, text: str) -> None:
     assert not any(name == "retract" for name, _, _ in cons(nlp, text))
+
+
+@pytest.mark.parametrize("text", ["the library closed early today", "we adopted a cat in March",
+                                  "I cancelled and rebooked", "the bakery shuts at six",
+                                  "we ended up with a Skoda after all"])
+def test_no_ending_where_nothing_ended(nlp, text: str) -> None:
+    # a closing time, an adoption by the speaker, a cancelling with nothing named, what something ended up as:
+    # no value ends
+    assert cons(nlp, text) == []
 
 
 @pytest.mark.parametrize("text", ["I gave her a book", "I sold my bike for £200 to a neighbour"])

@@ -64,6 +64,22 @@ def test_a_retraction_links_the_replacement_in_the_same_message_to_the_old_value
     assert "construction: retract" in edges[0].justification
 
 
+def test_the_replacement_is_read_after_the_retraction_in_its_message() -> None:
+    # "big news about the car. no more leasing the Corsa, I bought a Yaris outright": the value said before the
+    # retraction is not what replaced it
+    old = ev("old", 1, "Corsa")
+    before = ev("before", 5, "news")
+    stop = ev("stop", 5, "Corsa", negated=True)
+    new = ev("new", 5, "Yaris")
+    stop.sentence_idx, new.sentence_idx = 1, 2
+    frames = [fr(old, "lease", "name"), fr(before, "be", "name"),
+              fr(stop, "retract", "name", constructions=[{"name": "retract", "old": "Corsa", "old_head": "corsa", "new": ""}]),
+              fr(new, "buy", "name")]
+    edges = frame_edges(frames, [old, before, stop, new], [], None)
+    assert ("new", "old") in [(e.src, e.dst) for e in edges]
+    assert ("before", "old") not in [(e.src, e.dst) for e in edges]
+
+
 def test_a_retraction_with_nothing_said_instead_is_told_as_one() -> None:
     # "we're not Paper Lanterns anymore": the edge goes from the retraction itself and says so, not that
     # 'Paper Lanterns' replaces 'Paper Lanterns'

@@ -5,8 +5,8 @@ Two families:
 * **retraction** — a statement that an earlier value no longer holds: "quit /
   left / sold / dropped / cancelled / gave up X", "stopped going to X", "pulled out of X", "X is off / over /
   cancelled",
-  "X fell through", "X died / passed away", "scratch / forget X", "no longer X",
-  "not X anymore";
+  "X fell through", "X didn't work out", "X died / passed away", "X got adopted / stolen", "X cancelled on us",
+  "let X lapse", "X closed down", "scratch / forget X", "no longer X", "not X anymore", "no more X";
 * **substitution** — an old and a new value in one construction: "from X to Y",
   "Y instead of X", "replaced X with Y", "swapped / traded X for Y".
 
@@ -28,10 +28,11 @@ from tracecli.graph.frames import is_hedged
 #: abandonment / discarding", plus the common chat verbs of cancelling)
 RETRACT_VERBS = ["quit", "leave", "sell", "drop", "cancel", "abandon", "ditch", "scrap", "dump", "lose", "end", "close",
                  "stop", "resign", "retire", "axe", "sack", "discontinue", "unsubscribe", "terminate", "call",
-                 "give", "break", "move", "get"]
+                 "give", "break", "move", "get", "return", "rehome"]
 #: particles that turn the verbs above into verbs of ending ("give up", "call off", "break up", "move out", "move on from")
-RETRACT_PARTICLES = {"give": ["up"], "call": ["off"], "break": ["up"], "move": ["out", "away", "on"], "get": ["rid"],
-                     "end": ["up"]}
+RETRACT_PARTICLES = {"give": ["up"], "call": ["off"], "break": ["up"], "move": ["out", "away", "on"], "get": ["rid"]}
+#: particles that turn a verb of ending into one of arriving: "ended up with a Skoda" names the new value
+ARRIVE_PARTICLES = {"end": ["up"]}
 #: verbs that with "out of" mean withdrawing from something ("pull out of", "drop out of", "back out of")
 WITHDRAW_VERBS = ["move", "pull", "drop", "back", "opt", "bow"]
 #: verbs of ceasing an activity, with the activity as a gerund ("stopped going to X", "quit playing X")
@@ -40,6 +41,14 @@ CEASE_VERBS = ["stop", "quit", "cease"]
 DISMISS_VERBS = ["forget", "scratch", "scrap", "ignore", "disregard", "cancel", "nix"]
 #: verbs of ceasing to exist (Levin's "verbs of disappearance")
 DEATH_VERBS = ["die", "perish", "vanish", "disappear", "expire"]
+#: verbs of parting with a possession (Levin's "verbs of change of possession" that take a thing away from its
+#: holder), in the passive with the thing as subject: "Pickle got adopted", "my bike was stolen"
+PARTED_VERBS = ["adopt", "rehome", "steal", "repossess", "return", "refund", "confiscate"]
+#: verbs of a plan, booking or membership ending of itself, with it (or its provider) as subject: "Marcus cancelled
+#: on us", "the membership lapsed", "the café folded"
+LAPSE_VERBS = ["cancel", "lapse", "expire", "fold"]
+#: verbs of a business ending, with a particle: "the shop closed down", "the club shut down"
+SHUTDOWN_VERBS = ["close", "shut"]
 #: adjectives and participles of an ended state ("the trip is off", "the deal is dead")
 ENDED_STATES = ["off", "over", "cancelled", "canceled", "dead", "done", "finished", "gone", "history", "scrapped",
                 "ended", "postponed", "axed", "shelved"]
@@ -138,10 +147,29 @@ def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
             _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "pass"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"LOWER": {"IN": ["away", "on"]}}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj"}}),
+            # "Pickle got adopted", "my bike was stolen": a possession parted with
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": PARTED_VERBS}, "TAG": "VBN"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubjpass", **_NOUNISH}}),
+            # "Marcus cancelled on us", "my Arch membership lapsed"
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": LAPSE_VERBS}, "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj", **_NOUNISH}}),
             # "X fell through", "X fell apart"
             _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "fall"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"LOWER": {"IN": ["through", "apart"]}}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj"}}),
+        ],
+        # "the Lisbon job didn't work out": a plan that came to nothing (the one negated verb that ends something)
+        "ended~not_work_out": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "work", "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"LOWER": "out"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "neg", "RIGHT_ATTRS": {"DEP": "neg"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj", **_NOUNISH}}),
+        ],
+        # "the shop closed down", "the club shut down" (its own name: three nodes like "fell through" but another verb)
+        "ended~shutdown": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": SHUTDOWN_VERBS}, "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"LOWER": "down"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj", **_NOUNISH}}),
         ],
         # "the Lisbon trip is off", "the wedding is cancelled" (read as "ended"; its own name tells its nodes apart
         # from the other three-node patterns above)
@@ -222,6 +250,13 @@ def _token_patterns() -> dict[str, list[list[dict[str, Any]]]]:
         # "not X anymore", "no more X"
         "not_anymore": [[{"LOWER": {"IN": ["not", "n't", "never"]}}, {"IS_PUNCT": False, "OP": "{0,5}"},
                          {"LOWER": {"IN": ["anymore", "any"]}}]],
+        # "I let my gym membership lapse" (the small parser reads "lapse" as a noun)
+        "let_lapse": [[{"LEMMA": "let"}, {"POS": {"IN": ["DET", "PRON"]}, "OP": "?"},
+                       {"POS": {"IN": ["ADJ", "NOUN", "PROPN"]}, "OP": "*"}, {"POS": {"IN": ["NOUN", "PROPN"]}},
+                       {"LOWER": {"IN": ["lapse", "expire"]}}]],
+        # "no more renting Limes", "no more night shifts": what the speaker no longer has or does
+        "no_more": [[{"LOWER": "no"}, {"LOWER": "more"}, {"POS": "VERB", "OP": "?"}, {"POS": {"IN": ["DET", "PRON"]}, "OP": "?"},
+                     {"POS": {"IN": ["ADJ", "NOUN", "PROPN"]}, "OP": "*"}, {"POS": {"IN": ["NOUN", "PROPN"]}}]],
         # "X is my new Y", "my new Y is X": novelty of a possessed attribute
         "new_attr": [[{"LOWER": {"IN": ["my", "our"]}}, {"LOWER": {"IN": ["new", "current", "latest"]}},
                       {"POS": {"IN": ["NOUN", "PROPN"]}}]],
@@ -269,6 +304,7 @@ def find_constructions(sent: Any) -> list[Construction]:
         # which pattern of that name matched: the one with as many nodes as tokens matched
         pattern = next(p for p in patterns[name] if len(p) == len(token_ids))
         ids = {node["RIGHT_ID"]: span_doc[i].i for node, i in zip(pattern, token_ids)}
+        negated_end = name == "ended~not_work_out"
         name = name.split("~")[0]  # a variant pattern of a construction
         verb_tok = span_doc[ids["verb"]] if "verb" in ids else None
         if name == "retract" and verb_tok is not None:
@@ -277,6 +313,8 @@ def find_constructions(sent: Any) -> list[Construction]:
             need = RETRACT_PARTICLES.get(lemma)
             if need is not None and not any(p in need for p in prts):
                 continue  # "give", "call", "move", "get" end something only with their particle
+            if any(p in ARRIVE_PARTICLES.get(lemma, ()) for p in prts):
+                continue  # "we ended up with Halifax": what it ended in, not what ended
             if lemma in ("get",) and "rid" not in [c.lower_ for c in verb_tok.subtree]:
                 continue
         if name == "instead_of" and "instead" in ids and "new" not in ids:
@@ -309,7 +347,7 @@ def find_constructions(sent: Any) -> list[Construction]:
         old_tok = span_doc[ids["old"]] if "old" in ids else None
         if old_tok is not None and (old_tok.pos_ == "PRON" or old_tok.lower_ in ("it", "that", "this", "one", "thing")):
             continue  # "at least it's not cancelled": a pronoun names no value
-        if verb_tok is not None and any(c.dep_ == "neg" for c in verb_tok.children):
+        if verb_tok is not None and not negated_end and any(c.dep_ == "neg" for c in verb_tok.children):
             continue  # "it's not cancelled" retracts nothing
         if verb_tok is not None and is_hedged(verb_tok):
             continue  # "if I ever quit X", "I might drop X": a possibility retracts nothing
@@ -339,6 +377,10 @@ def find_constructions(sent: Any) -> list[Construction]:
             if span_doc[e - 1].lower_ == "any" and (e >= len(span_doc) or span_doc[e].lower_ not in ("more", "longer")):
                 continue
             out.append(Construction(name, None, None, _abs(s, start)))
+        elif name == "let_lapse":
+            out.append(Construction("ended", _abs(e - 2, start), None, _abs(s, start)))
+        elif name == "no_more":
+            out.append(Construction("retract", _abs(e - 1, start), None, None))
         elif name == "new_attr":
             out.append(Construction(name, None, _abs(e - 1, start), None))
         elif name == "instead_tok":

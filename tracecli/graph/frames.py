@@ -201,7 +201,14 @@ def _negated(verb: Any) -> bool:
     return False
 
 
+#: particles that make a verb one of arriving at a new state: "we ended up with Halifax", "wound up in Leeds"
+_ARRIVING = {"end": "up", "wind": "up"}
+
+
 def _novel(verb: Any, value_toks: Sequence[Any]) -> bool:
+    arrive = _ARRIVING.get((verb.lemma_ or "").lower())
+    if arrive is not None and any(c.dep_ == "prt" and c.lower_ == arrive for c in verb.children):
+        return True
     for c in list(verb.children) + [g for t in value_toks for g in t.children]:
         if c.lower_ in NOVELTY_WORDS and c.dep_ in ("advmod", "amod", "npadvmod"):
             return True

@@ -175,6 +175,8 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
                 pool = [g for g in by_message[f.ev.seq] if g.ev.subject == f.ev.subject and not g.ev.negated
                         and g.ev.value and not same_value(_norm(g.ev.value), _norm(target.value or old_text))
                         and not value_matches(old_text, old_head, g.ev) and g.key != "retract"]
+                # a replacement follows its retraction ("no more renting X, I bought Y"), rarely comes before it
+                pool.sort(key=lambda g: g.ev.sentence_idx < f.ev.sentence_idx)
                 typed = [g for g in pool if _compatible_types(g.vtype, _vtype_of(types, target))]
                 new = (typed or [g for g in pool if g.novelty or g.verb in CHANGE_VERBS] or [None])[0]
             src = new.ev if new is not None else stated or f.ev
