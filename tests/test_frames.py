@@ -51,7 +51,7 @@ def test_novelty_and_negation(nlp) -> None:
     [g] = [g for g in frames(nlp, "I don't drink coffee") if g.value == "coffee"]
     assert g.negated
     # a verb of arriving at a state ("ended up with", "wound up in") presents its value as the new one
-    [h] = [h for h in frames(nlp, "we ended up with Halifax for the mortgage") if h.value == "Halifax"]
+    [h] = [h for h in frames(nlp, "we ended up with Monzo for the joint account") if h.value == "Monzo"]
     assert h.novelty and h.key == "end up with"
 
 

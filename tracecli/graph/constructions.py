@@ -42,10 +42,10 @@ DISMISS_VERBS = ["forget", "scratch", "scrap", "ignore", "disregard", "cancel", 
 #: verbs of ceasing to exist (Levin's "verbs of disappearance")
 DEATH_VERBS = ["die", "perish", "vanish", "disappear", "expire"]
 #: verbs of parting with a possession (Levin's "verbs of change of possession" that take a thing away from its
-#: holder), in the passive with the thing as subject: "Pickle got adopted", "my bike was stolen"
+#: holder), in the passive with the thing as subject: "the kitten got adopted", "my bike was stolen"
 PARTED_VERBS = ["adopt", "rehome", "steal", "repossess", "return", "refund", "confiscate"]
-#: verbs of a plan, booking or membership ending of itself, with it (or its provider) as subject: "Marcus cancelled
-#: on us", "the membership lapsed", "the café folded"
+#: verbs of a plan, booking or membership ending of itself, with it (or its provider) as subject: "the caterer
+#: cancelled on us", "the membership lapsed", "the café folded"
 LAPSE_VERBS = ["cancel", "lapse", "expire", "fold"]
 #: verbs of a business ending, with a particle: "the shop closed down", "the club shut down"
 SHUTDOWN_VERBS = ["close", "shut"]
@@ -147,10 +147,10 @@ def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
             _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "pass"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "prt", "RIGHT_ATTRS": {"LOWER": {"IN": ["away", "on"]}}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj"}}),
-            # "Pickle got adopted", "my bike was stolen": a possession parted with
+            # "the kitten got adopted", "my bike was stolen": a possession parted with
             _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": PARTED_VERBS}, "TAG": "VBN"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubjpass", **_NOUNISH}}),
-            # "Marcus cancelled on us", "my Arch membership lapsed"
+            # "the caterer cancelled on us", "my pool membership lapsed"
             _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": LAPSE_VERBS}, "POS": "VERB"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj", **_NOUNISH}}),
             # "X fell through", "X fell apart"
@@ -254,7 +254,7 @@ def _token_patterns() -> dict[str, list[list[dict[str, Any]]]]:
         "let_lapse": [[{"LEMMA": "let"}, {"POS": {"IN": ["DET", "PRON"]}, "OP": "?"},
                        {"POS": {"IN": ["ADJ", "NOUN", "PROPN"]}, "OP": "*"}, {"POS": {"IN": ["NOUN", "PROPN"]}},
                        {"LOWER": {"IN": ["lapse", "expire"]}}]],
-        # "no more renting Limes", "no more night shifts": what the speaker no longer has or does
+        # "no more leasing the Corsa", "no more night shifts": what the speaker no longer has or does
         "no_more": [[{"LOWER": "no"}, {"LOWER": "more"}, {"POS": "VERB", "OP": "?"}, {"POS": {"IN": ["DET", "PRON"]}, "OP": "?"},
                      {"POS": {"IN": ["ADJ", "NOUN", "PROPN"]}, "OP": "*"}, {"POS": {"IN": ["NOUN", "PROPN"]}}]],
         # "X is my new Y", "my new Y is X": novelty of a possessed attribute
@@ -314,7 +314,7 @@ def find_constructions(sent: Any) -> list[Construction]:
             if need is not None and not any(p in need for p in prts):
                 continue  # "give", "call", "move", "get" end something only with their particle
             if any(p in ARRIVE_PARTICLES.get(lemma, ()) for p in prts):
-                continue  # "we ended up with Halifax": what it ended in, not what ended
+                continue  # "we ended up with a Skoda": what it ended in, not what ended
             if lemma in ("get",) and "rid" not in [c.lower_ for c in verb_tok.subtree]:
                 continue
         if name == "instead_of" and "instead" in ids and "new" not in ids:

@@ -201,7 +201,7 @@ def _negated(verb: Any) -> bool:
     return False
 
 
-#: particles that make a verb one of arriving at a new state: "we ended up with Halifax", "wound up in Leeds"
+#: particles that make a verb one of arriving at a new state: "we ended up with a Skoda", "wound up in Leeds"
 _ARRIVING = {"end": "up", "wind": "up"}
 
 
