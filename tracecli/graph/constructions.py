@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from tracecli.graph.frames import is_hedged
+from tracecli.graph.frames import ARRIVING, is_hedged
 
 #: verbs of ending, leaving or giving up something (Levin's "verbs of leaving" and "verbs of
 #: abandonment / discarding", plus the common chat verbs of cancelling)
@@ -31,8 +31,6 @@ RETRACT_VERBS = ["quit", "leave", "sell", "drop", "cancel", "abandon", "ditch", 
                  "give", "break", "move", "get", "return", "rehome"]
 #: particles that turn the verbs above into verbs of ending ("give up", "call off", "break up", "move out", "move on from")
 RETRACT_PARTICLES = {"give": ["up"], "call": ["off"], "break": ["up"], "move": ["out", "away", "on"], "get": ["rid"]}
-#: particles that turn a verb of ending into one of arriving: "ended up with a Skoda" names the new value
-ARRIVE_PARTICLES = {"end": ["up"]}
 #: verbs that with "out of" mean withdrawing from something ("pull out of", "drop out of", "back out of")
 WITHDRAW_VERBS = ["move", "pull", "drop", "back", "opt", "bow"]
 #: verbs of ceasing an activity, with the activity as a gerund ("stopped going to X", "quit playing X")
@@ -313,8 +311,8 @@ def find_constructions(sent: Any) -> list[Construction]:
             need = RETRACT_PARTICLES.get(lemma)
             if need is not None and not any(p in need for p in prts):
                 continue  # "give", "call", "move", "get" end something only with their particle
-            if any(p in ARRIVE_PARTICLES.get(lemma, ()) for p in prts):
-                continue  # "we ended up with a Skoda": what it ended in, not what ended
+            if ARRIVING.get(lemma) in prts:
+                continue  # "we ended up with a Skoda": what it ended in, not what ended (`frames.ARRIVING`)
             if lemma in ("get",) and "rid" not in [c.lower_ for c in verb_tok.subtree]:
                 continue
         if name == "instead_of" and "instead" in ids and "new" not in ids:

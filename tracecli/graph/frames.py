@@ -201,12 +201,13 @@ def _negated(verb: Any) -> bool:
     return False
 
 
-#: particles that make a verb one of arriving at a new state: "we ended up with a Skoda", "wound up in Leeds"
-_ARRIVING = {"end": "up", "wind": "up"}
+#: particles that make a verb one of arriving at a new state: "we ended up with a Skoda", "wound up in Leeds" (so
+#: "ended up with X" presents X as new and retracts nothing, `tracecli.graph.constructions`)
+ARRIVING = {"end": "up", "wind": "up"}
 
 
 def _novel(verb: Any, value_toks: Sequence[Any]) -> bool:
-    arrive = _ARRIVING.get((verb.lemma_ or "").lower())
+    arrive = ARRIVING.get((verb.lemma_ or "").lower())
     if arrive is not None and any(c.dep_ == "prt" and c.lower_ == arrive for c in verb.children):
         return True
     for c in list(verb.children) + [g for t in value_toks for g in t.children]:
