@@ -150,6 +150,19 @@ def test_a_retracted_name_is_found_in_a_statement_without_a_frame(quote: str, ol
     assert edge.dst == "said"
 
 
+def test_a_name_said_in_passing_is_not_replaced_by_a_common_noun_of_its_message() -> None:
+    # "Rocket is snoring on the sofa" … "Rocket got rehomed!! I cried at the bus stop": the bus stop did not
+    # replace the dog; the edge goes from the retraction itself
+    said = statement("said", 1, "Rocket is snoring on the sofa")
+    gone = ev("gone", 4, "Rocket", negated=True)
+    stop = ev("stop", 4, "bus stop")
+    stop.sentence_idx = 1
+    frames = [fr(gone, "retract", "thing", constructions=[{"name": "ended", "old": "Rocket", "old_head": "rocket", "new": ""}]),
+              fr(stop, "cry at", "thing")]
+    [edge] = frame_edges(frames, [said, gone, stop], [], None)
+    assert (edge.src, edge.dst) == ("gone", "said")
+
+
 def test_a_short_retracted_name_is_never_found_in_a_sentence_that_does_not_name_it() -> None:
     # "I sold the MG": a name too short to search by its words must not match any sentence at all
     other = statement("other", 1, "the garden is a total mess this spring")

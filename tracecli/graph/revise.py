@@ -177,7 +177,9 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
                         and not value_matches(old_text, old_head, g.ev) and g.key != "retract"]
                 # a replacement follows its retraction ("no more renting X, I bought Y"), rarely comes before it
                 pool.sort(key=lambda g: g.ev.sentence_idx < f.ev.sentence_idx)
-                typed = [g for g in pool if _compatible_types(g.vtype, _vtype_of(types, target))]
+                # the old value's type: its event's, or when its sentence holds no value (said in passing, found
+                # by its words) the retracted phrase's own — a name when capitalised ("Biscuit got adopted")
+                typed = [g for g in pool if _compatible_types(g.vtype, _vtype_of(types, target, target.value or old_text))]
                 new = (typed or [g for g in pool if g.novelty or g.verb in CHANGE_VERBS] or [None])[0]
             src = new.ev if new is not None else stated or f.ev
             # attributes of the retracted thing said with it ("signed up for the marathon in September": the
@@ -232,9 +234,11 @@ def _frame_types(frames: Sequence[FrameRec]) -> dict[str, str]:
     return {f.ev.id: f.vtype for f in frames}
 
 
-def _vtype_of(types: Mapping[str, str], ev: EventRec) -> str:
-    """The type of an event's value: its frame's (`_frame_types`), else a name when capitalised, else a thing."""
-    return types.get(ev.id) or ("name" if ev.value and ev.value[:1].isupper() else "thing")
+def _vtype_of(types: Mapping[str, str], ev: EventRec, value: str | None = None) -> str:
+    """The type of an event's value: its frame's (`_frame_types`), else a name when capitalised, else a thing.
+    `value`: the phrase to read instead of the event's own value (a sentence that holds none)."""
+    value = ev.value if value is None else value
+    return types.get(ev.id) or ("name" if value and value[:1].isupper() else "thing")
 
 
 def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None,
