@@ -663,3 +663,84 @@ def test_a_name_is_read_without_its_possessive_ending():
     shape = shape_of("Who is Noor's dentist now?", ["Noor"], None)
     ev = _ev("d", 2, "dentist tomorrow. Dr Okafor's.")
     assert extract_value(_graph(ev), ev, shape, "Who is Noor's dentist now?") == "Dr Okafor"
+
+
+def test_a_question_asking_with_a_stranded_preposition_matches_that_predicate():
+    from tracecli.query.frame_answer import frame_answer, question_key
+
+    assert question_key("Where is Noor from?") == "be from"
+    assert question_key("What town is Noor from originally?") == "be from"
+    assert question_key("Who does Noor live with?") == "live with"
+    assert question_key("Where does Noor live?") is None
+    origin = _ev("o", 2, "I'm from Lyon, the winters here are nothing", value="Lyon",
+                 frame={"key": "be from", "type": "place", "head": "lyon", "copular": True})
+    placed = _ev("p", 7, "I'm in Leeds now", value="Leeds",
+                 frame={"key": "be in", "type": "place", "head": "leeds", "copular": True, "novelty": True})
+    question = "Where is Noor from?"
+    found = frame_answer(_graph(origin, placed), shape_of(question, ["Noor"], None), question,
+                         {"o": 0.5, "p": 0.5}, None, ["Noor"])
+    assert found is not None and found.event.value == "Lyon"  # not the later placement
+
+
+def test_a_retraction_asked_what_holds_now_is_answered_by_what_replaced_it():
+    from dataclasses import replace as _replace
+
+    from tracecli.query.answer import _instead_of_retraction
+    from tracecli.query.paths import EdgeInfo
+
+    said = _ev("s", 2, "leg day at the climbing wall today btw.")
+    quit_ = _replace(_ev("q", 5, "also I quit the climbing wall.", value="the climbing wall"), negated=True)
+    swim = _ev("w", 5, "I've taken up rowing at the lake instead", value="rowing")
+    graph = _graph(said, quit_, swim)
+    edge = EdgeInfo("w", "s", "updates", 0.9, None, "Noor: 'rowing' replaces 'the climbing wall'")
+    graph.out["w"].append(edge)
+    graph.into["s"].append(edge)
+    assert _instead_of_retraction(graph, quit_, "How does Noor keep fit these days?", None).id == "w"
+    # asked what came before, the retraction stays; a statement that retracts nothing is itself
+    assert _instead_of_retraction(graph, quit_, "What did Noor do before rowing?", None).id == "q"
+    assert _instead_of_retraction(graph, said, "How does Noor keep fit these days?", None).id == "s"
+
+
+def test_an_option_turned_down_is_put_after_a_sentence_that_states():
+    from tracecli.query.answer import _turned_down, _unhedged_first
+
+    down = _ev("c", 3, "I thought about tap dancing for a week but nah, too many people stamping")
+    assert _turned_down(down) and not _muses(down)  # (the learned choice's feature keeps its fitted meaning)
+    assert not _turned_down(_ev("m", 3, "I moved to Leeds in May but no regrets"))
+    assert not _turned_down(_ev("n", 3, "my peanut allergy nearly finished me off at that wedding"))
+    # a sentence that states something besides the option turned down states it
+    assert not _turned_down(_ev("s", 3, "moved the blog to Ghost last week. thought about Medium but nah"))
+    assert not _turned_down(_ev("t", 3, "The Owls. someone wanted The Badgers but nah, we voted it down"))
+    assert not _turned_down(_ev("u", 3, "I thought about going green but nah, the plum took two hours"))
+    stated = _ev("w", 4, "I go rowing on the lake now")
+    assert [e.id for e, _ in _unhedged_first([(down, 0.8), (stated, 0.75)], 0.1)] == ["w", "c"]
+
+
+def test_the_name_of_a_relation_is_not_replaced_by_the_next_name_said():
+    son = _ev("f", 2, "my daughter Ines scored one", value="Ines", facet="family:daughter",
+              frame={"key": "daughter", "type": "person", "head": "ines", "named": True})
+    later = _ev("j", 6, "a girl called Maud scored twice, she's 9 and runs like a hare")
+    question = "What is the name of Noor's daughter?"
+
+    def ask(answer_ev: EventNode) -> str:
+        return answer_offline(_graph(answer_ev, later), shape_of(question, ["Noor"], None), [(later, 0.8), (answer_ev, 0.7)],
+                              {answer_ev.id: 0.7, "j": 0.8}, 0.9, None, AskSettings(), question).text
+
+    assert ask(son) == "Ines"
+    # the same answer as a plain facet value of another kind is replaced as before
+    assert ask(_ev("c", 2, "my car Ines scored one", value="Ines", facet="car")) != "Ines"
+
+
+def test_a_language_asked_for_is_read_from_the_sentence_but_not_the_one_it_retracts():
+    from dataclasses import replace as _replace
+
+    from tracecli.query.answer import asked_labels
+
+    quote = "I quit German btw. doing Portuguese instead, we're going to Faro in june"
+    quit_ = _replace(_ev("q", 4, quote, value="German", facet="employer"), negated=True)
+    trip = _ev("t", 4, quote, value="Faro", frame={"key": "go to", "type": "place", "head": "faro"})
+    question = "Which language is Noor learning at the moment?"
+    shape = shape_of(question, ["Noor"], None)
+    labels = asked_labels(shape, question)
+    assert labels is not None and "NORP" in labels
+    assert extract_value(_graph(quit_, trip), trip, shape, question, labels) == "Portuguese"

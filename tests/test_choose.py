@@ -317,6 +317,22 @@ def test_a_musing_proposal_gives_way_to_a_candidate_that_states():
     assert choose.choose_stating(rows, flags, w)[0].proposed
 
 
+def test_a_proposal_that_states_a_frame_beside_its_musing_stands():
+    # "I'm from Lyon, so if I ever opened a café I'd call it Café Lyon": the sentence muses, but its frame (the
+    # origin) is said as a fact; its hedged frame (the brewery) would not be
+    rows = _rows()
+    for r in rows:
+        r.muses = r.proposed
+    proposal = next(r for r in rows if r.proposed)
+    proposal.event = replace(proposal.event, value="Lyon", frame={"key": "be from", "type": "place", "hedged": False})
+    w = np.zeros(len(choose.FEATURE_NAMES))
+    w[choose.FEATURE_NAMES.index("proposed")] = 50.0
+    flags = choose.flags_of(shape_of(QUESTION, ["Noor"], None), QUESTION, None, "sentence")
+    assert choose.choose_stating(rows, flags, w)[0].proposed
+    proposal.event = replace(proposal.event, frame={"key": "open", "type": "thing", "hedged": True})
+    assert not choose.choose_stating(rows, flags, w)[0].proposed
+
+
 def test_a_sentence_of_the_proposals_own_message_does_not_replace_it():
     # the model is fitted on messages (a candidate is right when its message is gold evidence), so it cannot tell
     # one sentence of the proposal's message from another: weights that want another sentence of that message get

@@ -295,3 +295,77 @@ def test_more_constructions_of_revision(nlp, text: str, found: tuple) -> None:
 def test_stopping_somewhere_or_for_something_retracts_nothing(nlp) -> None:
     assert cons(nlp, "I stopped at the shop on the way home") == []
     assert [c for c in cons(nlp, "I've been going to the Tuesday class") if c[0] == "retract"] == []
+
+
+def test_where_someone_comes_from_is_a_frame(nlp) -> None:
+    [f] = frames(nlp, "I'm from Lyon, so the winters here are nothing")
+    assert (f.key, f.value, f.vtype) == ("be from", "Lyon", "place")
+
+
+def test_a_locative_there_stands_for_the_place_named_before_it(nlp) -> None:
+    doc = nlp("I'm visiting my aunt in Galway next week. I went to school there for six years")
+    found = [f for s in doc.sents for f in read_frames(s, "Wren", "Jonas", ["Wren", "Jonas"]) if f.verb == "go"]
+    assert ("Galway", "go to") in [(f.value, f.key) for f in found]
+    # the message's sentences parsed one by one (as build-graph reads them): the earlier ones are passed along
+    first, second = nlp("I'm visiting my gran in Galway for a week."), nlp("I grew up there and I still get lost")
+    assert ("Galway", "grow in") in [(f.value, f.key) for f in read_frames(second[:], "Wren", "Jonas", ["Wren", "Jonas"],
+                                                                           [first[:]])]
+    assert "Galway" not in [f.value for f in read_frames(second[:], "Wren", "Jonas", ["Wren", "Jonas"])]
+    # no place before it: nothing is read ("I'm going there in May" opens the message)
+    assert [f for f in frames(nlp, "I'm going there in May.") if f.vtype == "place"] == []
+
+
+def test_a_gerund_modifier_belongs_to_the_role(nlp) -> None:
+    assert "managing director" in [f.value for f in frames(nlp, "try being a managing director.")]
+
+
+@pytest.mark.parametrize("text, value, hedged", [
+    ("I looked at a Kia but nah, too dear", "Kia", True),
+    ("I tried a Kobo but nope, went back to paper books", "Kobo", True),
+    ("I almost bought a kayak", "kayak", True),
+    ("I moved to Leeds but no regrets", "Leeds", False),
+    ("I bought a kayak but it leaks", "kayak", False),
+])
+def test_an_option_turned_down_is_not_a_statement(nlp, text: str, value: str, hedged: bool) -> None:
+    [f] = [f for f in frames(nlp, text) if f.value == value]
+    assert f.hedged is hedged
+
+
+@pytest.mark.parametrize("text, key, value", [
+    ("my shift moved from mornings to nights", "shift", "nights"),
+    ("news: my day off moved from tuesday to thursday, the shop needed cover", "day off", "thursday"),
+    ("our book club changed to Thursdays", "book club", "Thursdays"),
+])
+def test_a_thing_of_the_speakers_changed_to_a_value_states_that_attribute(nlp, text: str, key: str, value: str) -> None:
+    [f] = [f for f in frames(nlp, text) if f.value == value]
+    assert (f.subject, f.key, f.novelty, f.copular) == ("Wren", key, True, True)
+
+
+def test_a_person_of_the_speakers_moving_is_their_own_fact(nlp) -> None:
+    assert frames(nlp, "my sister moved to Leeds") == []
+
+
+def test_a_plan_under_an_unreal_condition_is_hedged_but_a_state_under_a_relevance_is_not(nlp) -> None:
+    [f] = [f for f in frames(nlp, "if I ever open my own bakery I'm calling it Crumbs") if f.value == "Crumbs"]
+    assert f.hedged
+    [g] = [g for g in frames(nlp, "my locker code is 3391 if I ever lose my keys") if g.value == "3391"]
+    assert not g.hedged
+
+
+def test_a_role_said_as_a_bare_noun_phrase_is_marked_so(nlp) -> None:
+    [f] = [f for f in frames(nlp, "site manager now.") if f.key == "be"]
+    assert f.bare and f.as_json()["bare"]
+    [g] = [g for g in frames(nlp, "I was treasurer this year") if g.key == "be"]
+    assert not g.bare and "bare" not in g.as_json()
+
+
+def test_a_participle_without_its_own_subject_shares_its_clauses(nlp) -> None:
+    found = [(f.key, f.value) for f in frames(nlp, "got the letter today, promoted from Grade 3 to Grade 4!")]
+    assert ("promote to", "Grade 4") in found
+    # one with a subject or a conjunction of its own is not the speaker's ("because she moved to Leeds")
+    assert ("move to", "Leeds") not in [(f.key, f.value) for f in frames(nlp, "I cried a bit, because she moved to Leeds")]
+
+
+def test_a_time_a_participant_is_moved_to_is_the_value(nlp) -> None:
+    [f] = [f for f in frames(nlp, "they've moved me from Monday nights to Saturday mornings!") if f.key == "move to"]
+    assert (f.subject, f.value) == ("Wren", "Saturday mornings")

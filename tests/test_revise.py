@@ -219,3 +219,27 @@ def test_it_is_y_now_revises_the_earlier_statement_on_the_same_topic() -> None:
     assert anaphora_edges(frames, [old, other, new]) == []
     frames[-1] = fr(new, "it", "date", copular=True)
     assert anaphora_edges(frames, [old, other, moved, new]) == []
+
+
+def test_a_role_told_as_new_succeeds_the_persons_earlier_role() -> None:
+    # "I was treasurer at the club" … "I'm captain now": two roles of one person, the later told as new
+    a, b = ev("a", 1, "treasurer"), ev("b", 5, "captain")
+    [edge] = implicit_edges([fr(a, "be", "thing"), fr(b, "be", "thing", novelty=True)], None)
+    assert (edge.src, edge.dst) == ("b", "a")
+    # without the novelty mark two roles are two descriptions ("I'm a mum and a nurse" said apart)
+    assert implicit_edges([fr(a, "be", "thing"), fr(b, "be", "thing")], None) == []
+    # nor does a role said as a bare noun phrase ("nice coach, very patient") hold what a later role revises
+    assert implicit_edges([fr(a, "be", "thing", bare=True), fr(b, "be", "thing", novelty=True)], None) == []
+    assert len(implicit_edges([fr(a, "be", "thing"), fr(b, "be", "thing", novelty=True, bare=True)], None)) == 1
+    # nor is a state a role: "I'm tired now" revises no role
+    c = ev("c", 6, "tired")
+    assert implicit_edges([fr(a, "be", "thing"), fr(c, "be", "thing", novelty=True)], None) == []
+
+
+def test_where_someone_is_from_is_not_revised_by_where_they_are_placed() -> None:
+    a, b = ev("a", 1, "Lyon"), ev("b", 5, "the ward")
+    assert implicit_edges([fr(a, "be from", "place", copular=True),
+                           fr(b, "be in", "place", copular=True, novelty=True)], None) == []
+    c = ev("c", 7, "the clinic")  # two placements of the same kind still revise each other
+    assert len(implicit_edges([fr(b, "be in", "place", copular=True),
+                               fr(c, "be at", "place", copular=True, novelty=True)], None)) == 1

@@ -269,6 +269,7 @@ class RuleExtractor:
 
         self.participants = list(participants)
         self._prev_message: MessageIn | None = None  # the message before the one being read (for replies)
+        self._earlier_sents: list[Any] = []  # the sentences of the message being read before the current one
         self.docs = shared_docs()  # each distinct sentence parsed once per process (compile-wiki reuses them)
 
     def _other(self, speaker: str) -> str | None:
@@ -306,6 +307,7 @@ class RuleExtractor:
             ctx.msg_retracted = []
             msg_start = len(known)
             for s_idx, sent in enumerate(sents):
+                self._earlier_sents = sents[:s_idx]
                 around = (sents[s_idx - 1].text if s_idx else "", " ".join(x.text for x in sents[s_idx + 1 :]))
                 found = self._sentence(msg, sent, s_idx, base, ctx, known, around)
                 msg_events.extend(found)
@@ -386,7 +388,7 @@ class RuleExtractor:
                              lambda subject, value, negated, n: self._event(
                                  msg, s_idx, text, description, dates, subject=subject, facet=None, value=value,
                                  kind="thing", confidence=0.6, event_type=None, negated=negated, suffix=f"frame{n}"),
-                             question)
+                             question, self._earlier_sents)
 
     def _informative(self, sent: Any, text: str) -> bool:
         """Does the sentence state something a question could ask about? Small talk does not; a statement by a

@@ -71,12 +71,15 @@ class Frame:
     value_tokens: tuple[int, ...] = field(default_factory=tuple)
     hedged: bool = False  # a possibility, not a statement: "might move to X", "if I join X", "thinking of X"
     named: bool = False  # a name said beside the noun it names: "my colleague Pilar" (key 'colleague')
+    bare: bool = False  # a role said as a bare noun phrase, no verb and no subject: "tree surgeon here"
 
     def as_json(self) -> dict[str, Any]:
         out = {"key": self.key, "type": self.vtype, "head": self.head, "novelty": self.novelty,
                "copular": self.copular, "past": self.past, "verb": self.verb, "hedged": self.hedged}
         if self.named:
             out["named"] = True
+        if self.bare:
+            out["bare"] = True
         return out
 
 
@@ -118,7 +121,8 @@ def _span_tokens(head: Any, keep_det: bool = False) -> list[Any]:
     stack = [c for c in head.children]
     while stack:
         c = stack.pop()
-        if c.dep_ in _DROP_DEPS or c.dep_ == "poss" or (c.dep_ == "conj" and c.pos_ in ("VERB", "AUX")):
+        if c.dep_ in _DROP_DEPS or c.dep_ == "poss" or (c.dep_ == "conj" and (c.pos_ in ("VERB", "AUX", "INTJ")
+                                                                           or c.lower_ in _REJECTIONS)):
             continue
         if c.dep_ == "prep" and not any(g.pos_ in ("PROPN", "NUM") for g in c.subtree):
             continue  # "a nurse at St Mary's" keeps its place; "the flat with the view" is cut to "the flat"
@@ -269,6 +273,32 @@ def _changed_attribute(verb: Any, args: Sequence[tuple[str, Any]]) -> Frame | No
     return replace(f, novelty=True, verb="") if f is not None else None
 
 
+def _attribute_moved(verb: Any, subj: Any, holder: str) -> Frame | None:
+    """'my day off moved from tuesday to thursday', 'our book club changed to Thursdays': a thing of the holder's (not a
+    person: "my sister moved to Leeds" is the sister's fact) changed by a verb of changing, with the result in its
+    to-phrase, states 'my day off is monday' (now), like `_changed_attribute` with the thing as the subject."""
+    from tracecli.graph.lexicon import is_role
+
+    lemma = (subj.lemma_ or subj.text).lower()
+    if (verb.lemma_ or "").lower() not in RESULT_VERBS | {"go"} or lemma in PERSON_NOUNS or is_role(lemma) \
+            or subj.ent_type_ == "PERSON":
+        return None
+    to = next((c for c in verb.children if c.dep_ == "prep" and c.lower_ in ("to", "into")), None)
+    frm = next((c for c in verb.children if c.dep_ == "prep" and c.lower_ == "from"), None)
+    if to is None and frm is not None:  # the parser often hangs the to-phrase on the from-phrase
+        to = next((c for c in frm.subtree if c.dep_ == "prep" and c.lower_ in ("to", "into")), None)
+    result = _pobj(to) if to is not None else None
+    if result is None:
+        return None
+    # (the subject of a clause the parser hung on a noun before it has no key of its own there: its words are)
+    key = _attribute_key(subj) or " ".join(
+        lemma if t.i == subj.i else t.lower_ for t in sorted(
+            [subj, *(c for c in subj.children if c.dep_ in ("compound", "amod", "advmod") and c.lower_ not in NOVELTY_WORDS)],
+            key=lambda t: t.i))
+    f = _frame(holder, key, result, verb.sent, verb=verb, copular=True)
+    return replace(f, novelty=True, verb="") if f is not None else None
+
+
 def misread_to(verb: Any) -> list[tuple[Any, Any]]:
     """("to", value) pairs the small parser misreads as an infinitive: in "moved me from alto to soprano" it
     tags the noun after "to" a verb ("to" its auxiliary), or a noun heading a clause. A clause of the verb whose
@@ -333,18 +363,49 @@ _QUOTES = "'\"‘’“”"
 _CONSIDER = frozenset("think consider wonder dream imagine debate weigh".split())
 
 
+#: a word after "but" that rejects the clause before it ("looked at a Kia but nah")
+_REJECTIONS = frozenset("nah no nope nay".split())
+#: adverbs of a near miss: "almost bought X" did not buy it
+_NEAR_MISS = frozenset({"almost", "nearly"})
+
+
+def dismissed(verb: Any, near_miss: bool = True) -> bool:
+    """Is the verb's clause an option turned down — "looked at a Kia but nah", "tried X but nope", "almost
+    bought X", "thought about X but decided against it"? A "but" after the verb, before the sentence ends (the parser
+    may start a new sentence at it), followed by a rejection that stands alone ("but no regrets" rejects nothing).
+    `near_miss`: "almost / nearly" counts (the verb's object was not had; the sentence may still state a fact:
+    "my peanut allergy nearly finished me off")."""
+    if near_miss and any(c.dep_ == "advmod" and c.lower_ in _NEAR_MISS for c in verb.children):
+        return True
+    doc = verb.doc
+    for tok in doc[verb.i + 1:]:
+        if tok.text in (".", "!", "?") or tok.lower_ in ("and", "because", "so") or tok.dep_ == "mark":
+            return False  # the verb's own clause has ended
+        if tok.lower_ != "but" or tok.i + 1 >= len(doc):
+            continue
+        nxt = doc[tok.i + 1]
+        if nxt.lower_ in _REJECTIONS and (nxt.pos_ == "INTJ" or nxt.i + 1 == len(doc) or doc[nxt.i + 1].is_punct):
+            return True
+        return (nxt.lemma_ or "").lower() == "decide" and any(g.lower_ == "against" for g in nxt.children)
+    return False
+
+
 def is_hedged(verb: Any) -> bool:
-    """A possibility rather than a statement: a modal, a condition, or a verb of considering above it."""
+    """A possibility rather than a statement: a modal, a condition, a verb of considering above it, or an
+    option turned down (`dismissed`)."""
     v = verb
+    if dismissed(verb):
+        return True
     for _ in range(4):
         if any(c.dep_ == "aux" and c.lower_ in _MODALS for c in v.children):
             return True
         if any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in v.children):
             return True
-        if any(c.dep_ == "advcl" and c.tag_ == "VBD" and any(m.dep_ == "mark" and m.lower_ == "if" for m in c.children)
-               for c in v.children):
-            return True  # the main clause of an unreal condition ("if I ever moved to Oslo I'd become a referee"); a
-            # real one is often only a relevance ("the code is 4417 if you ever need it")
+        if any(c.dep_ == "advcl" and (c.tag_ == "VBD" or (v.lemma_ != "be" and any(m.lower_ == "ever" for m in c.children)))
+               and any(m.dep_ == "mark" and m.lower_ == "if" for m in c.children) for c in v.children):
+            return True  # the main clause of an unreal condition ("if I ever moved to Oslo I'd become a referee", "if I
+            # ever open a bakery I'm calling it X"); a real one is often only a relevance ("the code is 4417 if you
+            # ever need it", "my locker code is 3391 if I ever lose my keys": a state said under it holds)
         lemma = (v.lemma_ or "").lower()
         if lemma in _CONSIDER and (lemma != "think" or v.tag_ == "VBG"
                                    or any(c.dep_ == "prep" and c.lower_ in ("of", "about") for c in v.children)):
@@ -381,7 +442,11 @@ def _dropped_subject(verb: Any) -> bool:
     """A chat clause that leaves out its 'I' ("got a one-bed in Digbeth", "doing 16:8 now"): a past or -ing verb
     that opens its sentence (or is conjoined to one that does), not an imperative or a question."""
     root = verb
-    while root.dep_ == "conj" and root.head.i != root.i:
+    # (a participle without a subject of its own shares its clause's: "got the letter today, promoted from Grade 3 to
+    # Level 6")
+    while (root.dep_ == "conj" or (root.dep_ == "advcl" and root.tag_ in ("VBN", "VBG")
+                                   and not any(c.dep_ in ("nsubj", "nsubjpass", "mark") for c in root.children))) \
+            and root.head.i != root.i:
         root = root.head
     if root.dep_ != "ROOT" or root.tag_ not in ("VBD", "VBN", "VBG"):
         return False
@@ -402,8 +467,10 @@ def _is_question(sent: Any) -> bool:
     return text.endswith("?")
 
 
-def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequence[str]) -> list[Frame]:
-    """Every frame a declarative sentence states about a participant (questions state none)."""
+def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequence[str],
+                earlier: Sequence[Any] = ()) -> list[Frame]:
+    """Every frame a declarative sentence states about a participant (questions state none). `earlier`: the
+    message's sentences before this one (parsed), where a "there" may find its place."""
     if _is_question(sent):
         return []
     frames: list[Frame] = []
@@ -438,6 +505,9 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
         if subject is None and subj_tok is not None and subj_tok.pos_ in ("NOUN", "PROPN"):
             subject = _holder(subj_tok, speaker, other, participants)
             if subject is not None:  # "my sister lives in Leeds": the sister's fact, keyed by who she is
+                moved = _attribute_moved(tok, subj_tok, subject)
+                if moved is not None:  # "my shift moved to nights": the speaker's shift is nights now
+                    frames.append(moved)
                 continue
         if subject is None:
             frames.extend(_placed_object_frames(tok, speaker, other, participants))
@@ -472,6 +542,13 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
                 if pobj is not None:
                     args.append((f"{key} {c.lower_} {inner.lower_}", pobj))
         args += [(f"{key} {to.lower_}", value) for to, value in misread_to(tok)]
+        there = next((c for c in tok.children if c.dep_ == "advmod" and c.lower_ == "there"), None)
+        place = _place_before(there, participants, earlier) if there is not None else None
+        if place is not None:  # "I'm visiting my gran in Galway … I grew up there": the place the message named
+            f = _frame(subject, f"{key} {'to' if lemma in _MOTION_VERBS else 'in'}", place, place.sent, verb=tok,
+                       copular=False)
+            if f is not None:  # (its offsets and tokens are another sentence's: none are kept)
+                frames.append(replace(f, start=0, end=0, value_tokens=()))
         result = _changed_attribute(tok, args)
         if result is not None:  # the object and the to-phrase are read as one attribute frame
             frames.append(replace(result, subject=subject))
@@ -489,6 +566,29 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
     seen: set[tuple[str, str, str]] = set()  # one hyphenated word split into sibling objects gives one frame
     frames = [_without_vocative(f, participants) for f in frames]
     return [f for f in frames if (f.subject, f.key, f.value) not in seen and not seen.add((f.subject, f.key, f.value))]
+
+
+#: verbs of motion towards a place (Levin's "verbs of inherently directed motion"): "there" is where they go
+_MOTION_VERBS = frozenset("go move come return head fly travel drive relocate emigrate".split())
+
+
+#: spaCy's entity labels of places
+_PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
+
+
+def _place_before(there: Any, participants: Sequence[str], earlier: Sequence[Any] = ()) -> Any | None:
+    """The place a locative "there" stands for: the last place name said before it in the message ("I'm visiting my
+    gran in Galway for a week. I grew up there" → Galway; `earlier`: the message's sentences before the one with
+    "there"), as the head token of its name."""
+    names = _first_names(participants)
+    before = [*(t for s in earlier for t in s), *there.doc[: there.i]]
+    for tok in reversed(before):
+        if tok.pos_ != "PROPN" or tok.dep_ == "compound" or tok.lower_ in names or tok.ent_type_ not in _PLACE_LABELS:
+            continue  # (a place the tagger names as one: a capitalised brand a gazetteer also lists as some village is none)
+        span = _span_tokens(tok)
+        if span and value_type(span, tok.doc[span[0].i: span[-1].i + 1].text) == "place":
+            return tok
+    return None
 
 
 def _appositive_names(sent: Any, speaker: str, participants: Sequence[str]) -> list[Frame]:
@@ -563,8 +663,10 @@ def _placed_object_frames(verb: Any, speaker: str, other: str | None, participan
     for c in verb.children:
         if c.dep_ == "prep" and c.lower_ in _OBJECT_PLACING_PREPS:
             pobj = _pobj(c)
+            # (a time is an adjunct — "moved me to the Friday rota on Monday" — except where it is moved to: "moved
+            # me from Monday nights to Saturday mornings")
             f = _frame(person, f"{_verb_key(verb)} {c.lower_}", pobj, verb.sent, verb=verb, copular=False) \
-                if pobj is not None and pobj.ent_type_ not in ("DATE", "TIME") else None
+                if pobj is not None and (pobj.ent_type_ not in ("DATE", "TIME") or c.lower_ in ("to", "into")) else None
             if f is not None:
                 out.append(f)
     for to, value in misread_to(verb):
@@ -638,7 +740,7 @@ def _role_frames(sent: Any, speaker: str, other: str | None, participants: Seque
             continue
         f = _frame(holder, "be", tok, sent, verb=None, copular=True)
         if f is not None:
-            out.append(_role_span(f, tok, sent))
+            out.append(replace(_role_span(f, tok, sent), bare=tok.dep_ in _BARE_NP_DEPS))
     # a role word inside a longer role ("freelance" in "freelance electrician") is not a role of its own
     return [f for f in out if not any(set(f.value_tokens) < set(g.value_tokens) for g in out)]
 
@@ -701,8 +803,8 @@ def _role_span(f: Frame, tok: Any, sent: Any) -> Frame:
         prev = first.nbor(-1)
         if prev.text == "-" and prev.i > sent.start and prev.nbor(-1).pos_ in ("ADJ", "NOUN"):
             first = prev.nbor(-1)  # "night-shift nurse"
-        elif prev.pos_ in ("ADJ", "NOUN", "PROPN") and prev.dep_ in ("amod", "compound"):
-            first = prev
+        elif prev.dep_ in ("amod", "compound") and (prev.pos_ in ("ADJ", "NOUN", "PROPN") or prev.tag_ == "VBG"):
+            first = prev  # (a gerund too: "managing director", "teaching assistant")
         else:
             break
     start = first.idx - sent.start_char
@@ -768,8 +870,11 @@ def _attribute_frames(verb: Any, subj: Any | None, sent: Any, speaker: str, othe
     return out
 
 
-#: prepositions that place a person in a place, a group or an arrangement ("be in / at / on / with")
-_PLACING_PREPS = ("in", "at", "on", "with")
+#: the key of where someone comes from ("I'm from Lyon"): a fact of its own, revised by no placement
+ORIGIN_KEY = "be from"
+#: prepositions that place a person in a place, a group or an arrangement ("be in / at / on / with"), or say
+#: where they come from ("be from")
+_PLACING_PREPS = ("in", "at", "on", "with", "from")
 
 
 def _placed_frames(verb: Any, subj: Any, sent: Any, speaker: str, other: str | None,
@@ -918,7 +1023,7 @@ def reply_frame(sent: Any, question: Any, speaker: str) -> Frame | None:
 
 
 def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequence[str], events: list[Any],
-                  make: Any, question: Any | None = None) -> list[Any]:
+                  make: Any, question: Any | None = None, earlier: Sequence[Any] = ()) -> list[Any]:
     """Give each event of a sentence its frame (one event per frame) and the sentence's revision constructions.
 
     `events` are the sentence's events so far (typed-facet events, or one plain event); `make(subject,
@@ -930,7 +1035,7 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
 
     if _is_question(sent):
         return events
-    frames = read_frames(sent, speaker, other, participants)
+    frames = read_frames(sent, speaker, other, participants, earlier)
     if question is not None and not frames:
         reply = reply_frame(sent, question, speaker)
         frames = [reply] if reply is not None else []

@@ -48,6 +48,7 @@ class WordClasses(NamedTuple):
     colour_names: frozenset[str]  # a name of colour itself
     verbs: frozenset[str]  # every verb lemma
     first_occupations: frozenset[str]  # most frequent sense at or under `occupation` ("job", not "sport")
+    language_names: frozenset[str]  # a name of language itself ("language", "tongue")
 
 
 def _wordnet_dir() -> Path | None:
@@ -117,6 +118,8 @@ def build_classes(root: Path) -> WordClasses:
     roles, occupations, first_occupations = set(), set(), set()
     persons, money, times, colours, colour_names = set(), set(), set(), set(), set()
     colour = index.get("color", [None])[0]
+    language = index.get("language", [None])[0]
+    language_names = {w for w, offs in index.items() if language is not None and language in offs}
     for word, offsets in index.items():
         files = [synsets.get(o, ("",))[0] for o in offsets[:_ANSWER_SENSES]]
         if files and files[0] == "noun.person":
@@ -138,7 +141,8 @@ def build_classes(root: Path) -> WordClasses:
         if occupation is not None and first is not None and (first == occupation or occupation in above(first)):
             first_occupations.add(word)
     return WordClasses(frozenset(roles), frozenset(occupations), adjectives, frozenset(persons), frozenset(money),
-                       frozenset(times), frozenset(colours), frozenset(colour_names), verbs, frozenset(first_occupations))
+                       frozenset(times), frozenset(colours), frozenset(colour_names), verbs, frozenset(first_occupations),
+                       frozenset(language_names))
 
 
 @lru_cache(maxsize=1)
@@ -146,7 +150,7 @@ def _classes() -> WordClasses:
     root = _wordnet_dir()
     if root is None:
         return WordClasses(*[frozenset()] * len(WordClasses._fields))
-    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 6)
+    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 7)
     path = cache_file("wordnet-roles", key)
     text = read_cached(path)
     if text is not None and text.count("\n\n") == len(WordClasses._fields) - 1:
@@ -175,18 +179,22 @@ def is_occupation(noun: str, *, first_sense: bool = False) -> bool:
 
 
 #: entity labels (spaCy's, plus COLOR for a colour word) of the answer to a question asking for a noun of each class
-ANSWER_LABELS = {"person": ("PERSON", "ORG"), "money": ("MONEY",), "time": ("DATE", "TIME"), "colour": ("COLOR",)}
+ANSWER_LABELS = {"person": ("PERSON", "ORG"), "money": ("MONEY",), "time": ("DATE", "TIME"), "colour": ("COLOR",),
+                 "language": ("LANGUAGE", "NORP")}
 
 
 def answer_class(noun: str) -> str | None:
     """What a question asking for this noun (a lemma) wants, read from WordNet: 'person' when its most frequent
     sense is a person ("dentist", "landlord", "supplier"), 'money' when one of its two most frequent senses is a
     possession ("rent", "fee", a "rate" charged), 'time' when one of them is a time ("date", "day", "time"),
-    'colour' when it names colour itself ("colour", "coloring"); None otherwise."""
+    'colour' when it names colour itself ("colour", "coloring"), 'language' when it names language itself
+    ("language", "tongue": spaCy tags a language as LANGUAGE or, as often, NORP); None otherwise."""
     word = noun.strip().lower()
     classes = _classes()
     if word in classes.colour_names:
         return "colour"
+    if word in classes.language_names:
+        return "language"
     for name, members in (("person", classes.persons), ("money", classes.money), ("time", classes.times)):
         if word in members:
             return name

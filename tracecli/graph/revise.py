@@ -28,7 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 from tracecli.graph.constructions import CHANGE_VERBS
-from tracecli.graph.frames import PROPER_TYPES
+from tracecli.graph.frames import ORIGIN_KEY, PROPER_TYPES
 from tracecli.graph.link import EdgeRec, EventRec, same_value
 
 #: prepositions after which a verb's value is a single state (where one lives, works, studies, trains)
@@ -56,6 +56,7 @@ class FrameRec:
     verb: str = ""
     hedged: bool = False
     named: bool = False  # a name said beside the noun it names ("my colleague Pilar")
+    bare: bool = False  # a role said as a bare noun phrase ("nice coach, very patient")
     constructions: list[dict[str, str]] = field(default_factory=list)
 
     @property
@@ -113,7 +114,8 @@ def _same_key(a: FrameRec, b: FrameRec) -> bool:
     if a.key == b.key:
         return True
     if a.copular and b.copular and a.key != "be" and b.key != "be":
-        return _key_head(a.key) == _key_head(b.key)
+        # (where someone is from is no placement: "I'm in Leeds now" does not revise "I'm from Lyon")
+        return _key_head(a.key) == _key_head(b.key) and ORIGIN_KEY not in (a.key, b.key)
     return False
 
 
@@ -262,7 +264,7 @@ def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None,
                 continue
             if not _compatible_types(old.vtype, new.vtype) or same_value(_norm(old.ev.value), _norm(new.ev.value)):
                 continue
-            if old.key == "be" or new.key == "be":
+            if (old.key == "be" or new.key == "be") and not _role_succession(old, new):
                 continue  # "I'm a nurse", "I'm tired": descriptions hold many values at once
             if _same_key(old, new):
                 if not _functional(old) and not (new.novelty and old.vtype == new.vtype):
@@ -286,6 +288,18 @@ def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None,
                              f"{new.ev.subject}'s {new.key}: '{new.ev.value}' replaces '{old.ev.value}' "
                              f"(found by implicit: {'same key' if best[0] == 1.0 else f'key similarity {best[0]:.2f}'})"))
     return edges
+
+
+def _role_succession(old: FrameRec, new: FrameRec) -> bool:
+    """Two roles a person holds, the later one told as new ("I was treasurer" … "I'm captain now"): the role
+    nouns of `tracecli.graph.lexicon.is_role`, both said as what the person is (key 'be'). One description of
+    several ("I'm a mum and a nurse") is not revised by another unless the new one is marked as new; nor is a role
+    said as a bare noun phrase ("nice coach, very patient"), which is as often someone else's, the old one.
+    The new one may be ("site manager now")."""
+    from tracecli.graph.lexicon import is_role
+
+    return old.key == new.key == "be" and new.novelty and old.vtype == new.vtype == "thing" and not old.bare \
+        and is_role(old.head) and is_role(new.head)
 
 
 class _EarlierFrames:
@@ -419,6 +433,7 @@ def frame_recs(events: Sequence[EventRec]) -> list[FrameRec]:
         out.append(FrameRec(ev=ev, key=f.get("key", ""), vtype=f.get("type", "thing"), head=f.get("head", ""),
                             novelty=bool(f.get("novelty")), copular=bool(f.get("copular")), verb=f.get("verb", ""),
                             hedged=bool(f.get("hedged")) or f.get("key") == "it", named=bool(f.get("named")),
+                            bare=bool(f.get("bare")),
                             constructions=list(f.get("constructions", []))))
     return out
 

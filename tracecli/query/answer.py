@@ -76,6 +76,10 @@ def _facet_matches(ev: EventNode, facet: str) -> bool:
     return ev.facet == facet
 
 
+def _norm_words(value: str) -> frozenset[str]:
+    return frozenset(_words(value))
+
+
 def _words(value: str | None) -> set[str]:
     return set(re.sub(r"[^\w\s]", " ", (value or "").lower()).split()) - {"the", "a", "an"}
 
@@ -247,7 +251,7 @@ def _known_place(text: str) -> str | None:
 
 
 #: the answer types a sentence is reduced to (a person or organisation, a sum of money); others keep the sentence
-_REDUCED = frozenset({"PERSON", "ORG", "MONEY"})
+_REDUCED = frozenset({"PERSON", "ORG", "MONEY", "LANGUAGE", "NORP"})
 
 
 def _entities(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> list[str]:
@@ -373,8 +377,13 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape, question: str 
         # the noun asked for is a person or a sum ("Which dentist …?", "What was Noor's day rate?"): the one value of
         # that type in the sentence, else in the rest of its message. Several (a change told old value first), or
         # a date, time or colour (said in phrases the entity reader cuts short: "Tuesdays and Fridays"): the sentence
+        ended = {_norm_words(c["old"]) for o in _same_message(graph, ev) if o.frame
+                 for c in o.frame.get("constructions", []) if c.get("old")} \
+            | {_norm_words(o.value) for o in _same_message(graph, ev) if o.negated and o.value}
         for text in [ev.quote, *_rest_of_message(graph, ev)]:
             found = _entities(text, labels, avoid=(ev.subject,))
+            # (one the message retracts is not the answer: "I quit German btw. doing Portuguese instead")
+            found = [f for f in found if _norm_words(f) not in ended] or found
             if found:
                 return found[0] if len(found) == 1 else ev.quote
     if ev.value and not ev.negated and ev.facet and not ev.facet.startswith("date:"):
@@ -560,13 +569,14 @@ _HEDGE_WINDOW = 8
 
 
 def _unhedged_first(valid: list[tuple[EventNode, float]], margin: float) -> list[tuple[EventNode, float]]:
-    """The best sentences with those that only muse or ask (`_muses`: "if I ever moved south it would be Bristol")
-    put after those that state, when one that states is within `margin` of the best: a possibility is no fact."""
-    if not valid or not _muses(valid[0][0]):
+    """The best sentences with those that only muse or ask (`_muses`: "if I ever moved south it would be Bristol") or
+    turn an option down (`_turned_down`) put after those that state, when one that states is within `margin` of the
+    best: a possibility is no fact."""
+    if not valid or not (_muses(valid[0][0]) or _turned_down(valid[0][0])):
         return valid
     top = valid[0][1]
     head = valid[:_HEDGE_WINDOW]
-    muses = [_muses(ev) for ev, _ in head]
+    muses = [_muses(ev) or _turned_down(ev) for ev, _ in head]
     stated = [x for x, m in zip(head, muses) if not m]
     if not stated or stated[0][1] < top - margin:
         return valid
@@ -577,12 +587,29 @@ def _muses(ev: EventNode) -> bool:
     """Does the sentence ask, or muse on an unreal condition of the speaker's own ("if I ever moved south it would be
     Bristol", "if I did a PhD it'd be in Melbourne": an if-clause about I or we, in the past tense or with "ever")?
     A real condition ("I'm in seat 42 if I'm lucky") or one about the listener ("the code is 4417 if you ever need
-    it") states what it says."""
+    it") states what it says. (A feature of the learned choice, `tracecli.query.choose`, as its model was fitted:
+    an option turned down is `_turned_down`, read by the rule step only.)"""
     if ev.quote.rstrip().endswith("?"):
         return True
     return any(t.dep_ == "mark" and t.lower_ == "if" and (t.head.tag_ == "VBD" or any(
         c.lower_ == "ever" for c in t.head.children))
         and any(c.dep_ == "nsubj" and c.lower_ in ("i", "we") for c in t.head.children) for t in _parsed(ev.quote))
+
+
+def _turned_down(ev: EventNode) -> bool:
+    """Does the sentence open with an option the speaker turned down ("I thought about tap dancing but nah, too many
+    people stamping")? Not when something is stated before it ("moved the blog to Ghost. thought about Medium
+    but nah") or after it in a clause of its own ("… but nah, the plum took two hours")."""
+    from tracecli.graph.frames import dismissed
+
+    doc = _parsed(ev.quote)
+    roots = [t for t in doc if t.dep_ == "ROOT" and t.pos_ != "INTJ"]
+    if not roots or roots[0].pos_ not in ("VERB", "AUX") or not dismissed(roots[0], near_miss=False):
+        return False
+    but = next(t.i for t in doc[roots[0].i:] if t.lower_ == "but")
+    # (after the rejection, a finite verb with a subject of its own states something; "too many people stamping" is
+    # the reason for it)
+    return not any(t.tag_ in ("VBD", "VBZ", "VBP") and any(c.dep_ == "nsubj" for c in t.children) for t in doc[but + 2:])
 
 
 def _holds(text: str, labels: tuple[str, ...], people: Sequence[str]) -> bool:
@@ -792,12 +819,20 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
         value = answer.text if answer.text != ev.quote and len(answer.text) < 60 else (_one_value(ev.quote) or ev.value)
         newer = None if ev.negated else said_over(graph, ev, value or "", as_of)
         if newer is None and settings.top_later and as_of is None and answer.method in ("facet", "frame") \
-                and ranked_events and not ev.negated and not (ev.frame and holds_role(ev.frame) and asks_role(question)):
-            # (asked for a job, the role someone holds is not replaced by whatever else they say later)
+                and ranked_events and not ev.negated and not (ev.frame and holds_role(ev.frame) and asks_role(question)) \
+                and not _names_a_relation(ev):
+            # (asked for a job, the role someone holds is not replaced by whatever else they say later; nor the name
+            # of someone's daughter by the next name said: "my daughter Ines" … "a girl called Maud scored twice")
             newer = _top_said_later(ranked_events[0][0], ev, value or "")
         if newer is not None:
             answer = _newer_answer(graph, newer, answer, shape, best_note_cosine, question, labels)
     return _settled(answer, graph, shape, question, settings, labels, as_of)
+
+
+def _names_a_relation(ev: EventNode) -> bool:
+    """Is the event the name of one of the person's family, or a name said beside the noun it names ("my daughter Ines",
+    "my colleague Pilar")? (A partner's or a pet's name can change; those are left to the revision edges.)"""
+    return bool(ev.frame and ev.frame.get("named")) or bool(ev.facet and ev.facet.startswith("family:"))
 
 
 def _may_follow_newer(answer: Answer, graph: Graph, shape: QueryShape, question: str, as_of: str | None) -> bool:
@@ -899,6 +934,8 @@ def read_event(graph: Graph, ev: EventNode, shape: QueryShape, best_note_cosine:
                settings: AskSettings, as_of: str | None = None) -> Answer:
     """The answer read from one chosen sentence the way `answer_offline` reads its own (`tracecli.query.choose`)."""
     labels = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
+    if shape.wants_current:
+        ev = _instead_of_retraction(graph, ev, question, as_of)
     return _settled(event_answer(graph, ev, shape, best_note_cosine, question, labels), graph, shape, question,
                     settings, labels, as_of)
 
@@ -1022,8 +1059,30 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
             return Answer(text=NOT_ENOUGH, abstained=True, method="abstain")
         best = newest_successor(graph, ranked_events[0][0], as_of)
     elif shape.wants_current:
-        best = newest_successor(graph, best, as_of)
+        best = newest_successor(graph, _instead_of_retraction(graph, best, question, as_of), as_of)
     return event_answer(graph, best, shape, best_note_cosine, question, labels)
+
+
+def _instead_of_retraction(graph: Graph, ev: EventNode, question: str, as_of: str | None) -> EventNode:
+    """A retraction asked what holds now ("also I quit the climbing wall." for "How does she keep fit these days?") is
+    answered by what was said instead (`_drawn_instead`); any other sentence is itself."""
+    if not ev.negated or not ev.value or asks_before(question):
+        return ev
+    return _drawn_instead(graph, ev, as_of) or ev
+
+
+def _drawn_instead(graph: Graph, retraction: EventNode, as_of: str | None) -> EventNode | None:
+    """The first statement of the same person, in the retraction's message or after it, that an `updates` edge makes
+    the replacement of a statement of the retracted value ("also I quit the climbing wall. I've taken up rowing at
+    the lake instead": the edge runs from 'rowing' to "leg day at the climbing wall today")."""
+    gone = _words(retraction.value)
+    found = [src for src_id, edges in graph.out.items() if (src := graph.events.get(src_id)) is not None
+             and src.subject == retraction.subject and src.conversation_id == retraction.conversation_id
+             and not src.negated and src.value and src.seq >= retraction.seq
+             and (as_of is None or not src.time_anchor or src.time_anchor <= as_of)
+             and any(e.label == "updates" and e.dst in graph.events
+                     and gone <= _words(graph.events[e.dst].value) | _words(graph.events[e.dst].quote) for e in edges)]
+    return min(found, key=_order) if found else None
 
 
 def event_answer(graph: Graph, best: EventNode, shape: QueryShape, best_note_cosine: float,

@@ -300,8 +300,15 @@ def choose_stating(rows: Sequence[Row], flags: Flags, w: Scorer | None = None) -
     """`choose` among the candidates that state something: a sentence musing on an unreal condition ("if I ever
     get a sea kayak I'll need a roof rack") states no state of anyone's, so it is never picked — the rule step's
     proposal neither — while another candidate states (dev, 18 sets: +3 valid, no more stale)."""
-    stating = [r for r in rows if not r.muses]
+    stating = [r for r in rows if not r.muses or (r.proposed and _states_frame(r.event))]
     return choose(stating or rows, flags, w)
+
+
+def _states_frame(ev: EventNode) -> bool:
+    """Does the event state a frame outside the sentence's musing ("I'm from Lyon, so if I ever opened a café I'd
+    call it Café Lyon": the origin is said as a fact, the café is the musing)? Asked of the proposal only: the
+    rule step read that frame as the answer."""
+    return bool(ev.frame) and bool(ev.value) and not ev.negated and not ev.frame.get("hedged")
 
 
 def choose(rows: Sequence[Row], flags: Flags, w: Scorer | None = None) -> tuple[Row, float] | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from tracecli.graph.frames import PROPER_TYPES
+from tracecli.graph.frames import ORIGIN_KEY, PROPER_TYPES
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.shape import QueryShape, asks_before
 from tracecli.text import content_words
@@ -62,6 +62,27 @@ def _key_words(frame: Mapping[str, Any]) -> set[str]:
     key = str(frame.get("key", ""))
     words = set(key.split()) - {"in", "at", "as", "for", "with", "on", "to", "into", "from", "of", "by", "about", "be"}
     return words
+
+
+_WH = frozenset("what which who whom where".split())
+#: the words of a question about where someone comes from besides "… from?" (`ORIGIN_KEY`)
+_ORIGIN_WORDS = frozenset("grow raise bear born origin originally hometown".split())
+
+
+def question_key(question: str) -> str | None:
+    """The predicate a question asks with a preposition left at its end, as a frame key: "Where is Noor from?" →
+    'be from', "Who does Noor live with?" → 'live with'. None without one."""
+    doc = parse_question(question)
+    for tok in doc:
+        if tok.dep_ != "prep" or not all(t.is_punct or t.pos_ == "ADV" for t in doc[tok.i + 1:]) \
+                or any(c.dep_ == "pobj" and c.lower_ not in _WH for c in tok.children):
+            continue
+        verb = tok.head
+        if (verb.lemma_ or "").lower() == "do":  # the parser hangs it on "does": the lexical verb asks
+            verb = next((t for t in doc if t.pos_ == "VERB" and t.i < tok.i and t.lemma_ != "do"), verb)
+        if verb.pos_ in ("VERB", "AUX"):
+            return f"{(verb.lemma_ or verb.text).lower()} {tok.lower_}"
+    return None
 
 
 def asked_noun_token(question: str) -> Any | None:
@@ -229,6 +250,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
     if m:
         before_value = set(re.findall(r"\w+", m.group("value").lower())) - _QUESTION_WORDS
     phrase = _asked_phrase(question, people)
+    qkey = question_key(question)  # the key of a frame whose words are all function words ('be from')
     cands: list[_Cand] = []
     other_kind: list[EventNode] = []  # what the person did with the asked predicate, when it is not the asked kind
     graph_subjects = {e.subject for e in graph.events.values()}
@@ -251,8 +273,11 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             continue  # a person is not a value of their own facts ("Who is Daniel's physio?" → not "Daniel")
         if value_words and value_words <= qwords:
             continue  # the question names this value: it is not the answer (unless "before X", below)
+        if frame.get("key") == ORIGIN_KEY and qkey != ORIGIN_KEY and not _ORIGIN_WORDS & qwords:
+            continue  # where someone is from answers only a question about where they come from
         key = _key_words(frame)
-        key_hit = len(key & qwords) / len(key) if key else 0.0
+        # (a key of function words only is the question's when it is where someone is from: "be in" names no fact)
+        key_hit = len(key & qwords) / len(key) if key else float(frame.get("key") == qkey == ORIGIN_KEY)
         if not key_hit and frame.get("named"):
             continue  # a name said beside a noun ("my colleague Pilar") answers only a question about that noun
         if role and holds_role(frame) and ev.speaker in (None, ev.subject) and not _echoes_role(graph, ev, frame):
@@ -315,8 +340,11 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
     best = scored[0]
     chosen = best.ev
     if cut is not None or not (_PAST_CUES.search(question) and as_of is None):
+        # (a winner with the very predicate the question asks — "Where is Noor from?" → 'be from' — has rivals
+        # only of that predicate: where she is placed now is not where she is from)
         rivals = [c for c in scored if c.ev.subject == best.ev.subject and _rival(c, best)
-                  and c.score >= best.score - RIVAL_MARGIN]
+                  and c.score >= best.score - RIVAL_MARGIN
+                  and (qkey is None or best.frame.get("key") != qkey or c.frame.get("key") == qkey)]
         chosen = max(rivals, key=lambda c: (c.ev.seq, c.ev.sentence_idx)).ev
     if cut is not None:
         return FrameAnswer(chosen, best.ev, best.score, "frame")  # the latest version said before X
