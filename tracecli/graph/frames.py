@@ -276,7 +276,7 @@ def _changed_attribute(verb: Any, args: Sequence[tuple[str, Any]]) -> Frame | No
 def _attribute_moved(verb: Any, subj: Any, holder: str) -> Frame | None:
     """'my day off moved from tuesday to thursday', 'our book club changed to Thursdays': a thing of the holder's (not a
     person: "my sister moved to Leeds" is the sister's fact) changed by a verb of changing, with the result in its
-    to-phrase, states 'my day off is monday' (now), like `_changed_attribute` with the thing as the subject."""
+    to-phrase, states 'my day off is thursday' (now), like `_changed_attribute` with the thing as the subject."""
     from tracecli.graph.lexicon import is_role
 
     lemma = (subj.lemma_ or subj.text).lower()
@@ -369,25 +369,28 @@ _REJECTIONS = frozenset("nah no nope nay".split())
 _NEAR_MISS = frozenset({"almost", "nearly"})
 
 
-def dismissed(verb: Any, near_miss: bool = True) -> bool:
-    """Is the verb's clause an option turned down — "looked at a Kia but nah", "tried X but nope", "almost
-    bought X", "thought about X but decided against it"? A "but" after the verb, before the sentence ends (the parser
-    may start a new sentence at it), followed by a rejection that stands alone ("but no regrets" rejects nothing).
-    `near_miss`: "almost / nearly" counts (the verb's object was not had; the sentence may still state a fact:
-    "my peanut allergy nearly finished me off")."""
-    if near_miss and any(c.dep_ == "advmod" and c.lower_ in _NEAR_MISS for c in verb.children):
-        return True
+def rejection(verb: Any) -> Any | None:
+    """The "but" that turns down the verb's clause — "looked at a Tesla but nah", "tried X but nope", "thought about X
+    but decided against it" — when there is one: after the verb, before its clause ends (the parser may start a new
+    sentence at it), followed by a rejection that stands alone ("but no regrets" rejects nothing)."""
     doc = verb.doc
     for tok in doc[verb.i + 1:]:
         if tok.text in (".", "!", "?") or tok.lower_ in ("and", "because", "so") or tok.dep_ == "mark":
-            return False  # the verb's own clause has ended
+            return None  # the verb's own clause has ended
         if tok.lower_ != "but" or tok.i + 1 >= len(doc):
             continue
         nxt = doc[tok.i + 1]
         if nxt.lower_ in _REJECTIONS and (nxt.pos_ == "INTJ" or nxt.i + 1 == len(doc) or doc[nxt.i + 1].is_punct):
-            return True
-        return (nxt.lemma_ or "").lower() == "decide" and any(g.lower_ == "against" for g in nxt.children)
-    return False
+            return tok
+        rejected = (nxt.lemma_ or "").lower() == "decide" and any(g.lower_ == "against" for g in nxt.children)
+        return tok if rejected else None
+    return None
+
+
+def dismissed(verb: Any) -> bool:
+    """Is the verb's clause an option turned down (`rejection`), or a near miss ("almost bought X": the object was
+    not had, though a sentence may still state a fact — "my peanut allergy nearly finished me off")?"""
+    return any(c.dep_ == "advmod" and c.lower_ in _NEAR_MISS for c in verb.children) or rejection(verb) is not None
 
 
 def is_hedged(verb: Any) -> bool:
@@ -443,7 +446,7 @@ def _dropped_subject(verb: Any) -> bool:
     that opens its sentence (or is conjoined to one that does), not an imperative or a question."""
     root = verb
     # (a participle without a subject of its own shares its clause's: "got the letter today, promoted from Grade 3 to
-    # Level 6")
+    # Grade 4")
     while (root.dep_ == "conj" or (root.dep_ == "advcl" and root.tag_ in ("VBN", "VBG")
                                    and not any(c.dep_ in ("nsubj", "nsubjpass", "mark") for c in root.children))) \
             and root.head.i != root.i:

@@ -48,7 +48,7 @@ class WordClasses(NamedTuple):
     colour_names: frozenset[str]  # a name of colour itself
     verbs: frozenset[str]  # every verb lemma
     first_occupations: frozenset[str]  # most frequent sense at or under `occupation` ("job", not "sport")
-    language_names: frozenset[str]  # a name of language itself ("language", "tongue")
+    language_names: frozenset[str]  # a name of language itself ("language")
 
 
 def _wordnet_dir() -> Path | None:
@@ -119,7 +119,7 @@ def build_classes(root: Path) -> WordClasses:
     persons, money, times, colours, colour_names = set(), set(), set(), set(), set()
     colour = index.get("color", [None])[0]
     language = index.get("language", [None])[0]
-    language_names = {w for w, offs in index.items() if language is not None and language in offs}
+    language_names = set()
     for word, offsets in index.items():
         files = [synsets.get(o, ("",))[0] for o in offsets[:_ANSWER_SENSES]]
         if files and files[0] == "noun.person":
@@ -132,6 +132,8 @@ def build_classes(root: Path) -> WordClasses:
             colours.add(word)  # "navy", "copper", "sage green": any sense a colour
         if colour is not None and colour in offsets:
             colour_names.add(word)  # "color", "colour", "coloring": a name of colour itself
+        if language is not None and language in offsets:
+            language_names.add(word)  # "language", "linguistic communication": a name of language itself
         first = offsets[0] if offsets else None
         if first is not None and synsets.get(first, ("",))[0] == "noun.person" \
                 and first not in not_roles and not (above(first) & not_roles):
@@ -188,7 +190,7 @@ def answer_class(noun: str) -> str | None:
     sense is a person ("dentist", "landlord", "supplier"), 'money' when one of its two most frequent senses is a
     possession ("rent", "fee", a "rate" charged), 'time' when one of them is a time ("date", "day", "time"),
     'colour' when it names colour itself ("colour", "coloring"), 'language' when it names language itself
-    ("language", "tongue": spaCy tags a language as LANGUAGE or, as often, NORP); None otherwise."""
+    ("language": spaCy tags a language as LANGUAGE or, as often, NORP); None otherwise."""
     word = noun.strip().lower()
     classes = _classes()
     if word in classes.colour_names:

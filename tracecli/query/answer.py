@@ -600,16 +600,16 @@ def _turned_down(ev: EventNode) -> bool:
     """Does the sentence open with an option the speaker turned down ("I thought about tap dancing but nah, too many
     people stamping")? Not when something is stated before it ("moved the blog to Ghost. thought about Medium
     but nah") or after it in a clause of its own ("… but nah, the plum took two hours")."""
-    from tracecli.graph.frames import dismissed
+    from tracecli.graph.frames import rejection
 
     doc = _parsed(ev.quote)
     roots = [t for t in doc if t.dep_ == "ROOT" and t.pos_ != "INTJ"]
-    if not roots or roots[0].pos_ not in ("VERB", "AUX") or not dismissed(roots[0], near_miss=False):
+    but = rejection(roots[0]) if roots and roots[0].pos_ in ("VERB", "AUX") else None
+    if but is None:
         return False
-    but = next(t.i for t in doc[roots[0].i:] if t.lower_ == "but")
     # (after the rejection, a finite verb with a subject of its own states something; "too many people stamping" is
     # the reason for it)
-    return not any(t.tag_ in ("VBD", "VBZ", "VBP") and any(c.dep_ == "nsubj" for c in t.children) for t in doc[but + 2:])
+    return not any(t.tag_ in ("VBD", "VBZ", "VBP") and any(c.dep_ == "nsubj" for c in t.children) for t in doc[but.i + 2:])
 
 
 def _holds(text: str, labels: tuple[str, ...], people: Sequence[str]) -> bool:
