@@ -65,6 +65,8 @@ def test_colour_words_come_from_wordnet() -> None:
     ("Where did Noor grow up?", ("GPE", "LOC", "FAC")),
     ("What hobby does Noor have?", None),
     ("What was Noor putting her savings towards?", None),  # the question word is not the savings
+    ("What is the name of Noor's boat?", ("PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "WORK_OF_ART", "EVENT")),
+    ("What is Noor's tortoise called?", ("PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "WORK_OF_ART", "EVENT")),
 ])
 def test_the_asked_noun_types_the_answer(question: str, labels: tuple | None) -> None:
     assert asked_labels(shape_of(question, NAMES, None), question) == labels

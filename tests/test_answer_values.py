@@ -744,3 +744,125 @@ def test_a_language_asked_for_is_read_from_the_sentence_but_not_the_one_it_retra
     labels = asked_labels(shape, question)
     assert labels is not None and "NORP" in labels
     assert extract_value(_graph(quit_, trip), trip, shape, question, labels) == "Portuguese"
+
+
+def _sentence(eid: str, seq: int, idx: int, quote: str, **kw) -> EventNode:
+    ev = _ev(eid, seq, quote, **kw)
+    ev.sentence_idx = idx
+    return ev
+
+
+def test_a_retraction_told_old_first_is_answered_by_the_sentence_that_says_the_new_value():
+    from tracecli.query.answer import _instead_of_retraction
+
+    ended = {"key": "retract", "type": "org", "constructions": [{"name": "retract", "old": "Vodacell", "new": ""}]}
+    left = _sentence("l", 5, 0, "mobile news: I've left Vodacell.", value="Vodacell", frame=ended)
+    now = _sentence("n", 5, 1, "I'm on Skylink now, nine pounds a month")
+    aside = _sentence("a", 5, 2, "anyway how was the gig")
+    graph = _graph(left, now, aside)
+    assert _instead_of_retraction(graph, left, "Which network is Noor's phone on now?", None).id == "n"
+    assert _instead_of_retraction(graph, left, "Which network was Noor's phone on in May?", "2024-06-01").id == "n"
+    # asked what came before, the retraction stays
+    assert _instead_of_retraction(graph, left, "Which network was Noor on before Skylink?", None).id == "l"
+    # a sentence that only negates something ends nothing, and a later sentence not said as new is no replacement
+    cant = _sentence("c", 6, 0, "can't, I'm covering weekend shifts at the Anchor", frame={
+        "key": "do", "type": "thing", "constructions": [{"name": "negation", "old": "weekend shifts", "new": ""}]})
+    then = _sentence("t", 6, 1, "I'm knackered every night now after work")
+    assert _instead_of_retraction(_graph(cant, then), cant, "Where does Noor work weekends?", None).id == "c"
+    stale = _sentence("s", 7, 1, "the Vodacell shop was rude to me")
+    assert _instead_of_retraction(_graph(left, stale), left, "Which network is Noor on now?", None).id == "l"
+
+
+def test_a_place_or_person_the_message_leaves_is_not_read_as_the_answer():
+    ended = {"key": "retract", "type": "place", "constructions": [{"name": "retract", "old": "Leeds", "new": ""}]}
+    moved = _ev("m", 4, "we moved out of Leeds in June and we're renting in York now", value="Leeds", frame=ended)
+    graph = _graph(moved)
+    where = "Where does Noor live now?"
+    assert extract_value(graph, moved, shape_of(where, ["Noor"], None), where) == "York"
+    before = "Where did Noor live before York?"
+    assert extract_value(graph, moved, shape_of(before, ["Noor"], None), before) == "Leeds"
+    parted = {"key": "retract", "type": "person", "constructions": [{"name": "retract", "old": "Gordon", "new": ""}]}
+    coach = _ev("p", 5, "Gordon and I have parted ways, I train with Sarah Jones now", value="Gordon", frame=parted)
+    who = "Who coaches Noor now?"
+    assert extract_value(_graph(coach), coach, shape_of(who, ["Noor"], None), who) == "Sarah Jones"
+
+
+def test_a_sentence_about_the_asked_noun_continues_past_a_span_of_time_into_the_value():
+    said = _sentence("s", 5, 0, "found the locker code at last after a month of guessing.")
+    code = _sentence("c", 5, 1, "3390.")
+    question = "What is the code of Noor's gym locker?"
+    shape = shape_of(question, ["Noor"], None)
+    ans = answer_offline(_graph(said, code), shape, [(said, 0.8)], {}, 0.9, None, AskSettings(), question)
+    assert "3390" in ans.text and ans.event_ids == ["c"]
+    # a sentence that does not name the asked noun keeps the date as its value ("from March" is what it says)
+    role = _sentence("r", 6, 0, "so that's settled, I'm treasurer of the club from March.")
+    aside = _sentence("x", 6, 1, "Kemi is moving to Spain in April")
+    asked = "What role does Noor hold at the club now?"
+    got = answer_offline(_graph(role, aside), shape_of(asked, ["Noor"], None), [(role, 0.8)], {}, 0.9, None,
+                         AskSettings(), asked)
+    assert got.event_ids == ["r"]
+
+
+def test_a_place_is_answered_with_the_noun_it_locates():
+    where = "Where does Noor live now?"
+    shape = shape_of(where, ["Noor"], None)
+    flat = _ev("f", 3, "found a room on Alder Lane in Leeds, moving in on saturday")
+    assert extract_value(_graph(flat), flat, shape, where) == "a room on Alder Lane in Leeds"
+    # a place on a verb, a person or a time it locates: the place alone
+    for quote in ("we moved to Leeds last week", "my sister in Leeds is visiting", "we had a lovely week in Leeds"):
+        ev = _ev("p", 4, quote)
+        assert extract_value(_graph(ev), ev, shape, where) == "Leeds"
+
+
+def test_a_retraction_is_answered_by_the_next_sentence_taking_something_up():
+    from tracecli.query.answer import _instead_of_retraction
+
+    ended = {"key": "retract", "type": "org", "constructions": [{"name": "retract", "old": "Brightline", "new": ""}]}
+    notice = _sentence("n", 5, 0, "I handed in my notice at Brightline.", value="Brightline", frame=ended)
+    start = _sentence("s", 5, 1, "starting at Kestrel Games in May, thirty people and they finish at five")
+    assert _instead_of_retraction(_graph(notice, start), notice, "Where does Noor work now?", None).id == "s"
+    # a verb of changing that is negated takes nothing up
+    stay = _sentence("t", 5, 1, "not starting anywhere till Kestrel Games replies")
+    assert _instead_of_retraction(_graph(notice, stay), notice, "Where does Noor work now?", None).id == "n"
+
+
+def test_a_question_asking_for_a_time_is_not_answered_by_a_frame_of_another_type():
+    from tracecli.query.frame_answer import asked_types, frame_answer
+
+    assert asked_types("Which day does Noor do the school run now?") == {"date"}
+    assert asked_types("Which vets does Noor take the cat to?") is None
+    swap = _ev("s", 3, "I swapped school-run days with Ilse, I'm on Fridays now", value="Ilse",
+               frame={"key": "swap with", "type": "person", "head": "ilse"})
+    day = _ev("d", 3, "I swapped school-run days with Ilse, I'm on Fridays now", value="Fridays",
+              frame={"key": "be on", "type": "date", "head": "friday"})
+    for question, want in (("Which day does Noor do the school run now?", "d"), ("Who did Noor swap days with?", "s")):
+        got = frame_answer(_graph(swap, day), shape_of(question, ["Noor"], None), question, {"s": 0.9, "d": 0.3},
+                           None, ["Noor"])
+        assert got is not None and got.event.id == want
+
+
+def test_a_clipped_job_name_is_a_role_said_of_oneself():
+    from tracecli.graph.lexicon import is_clipped_role
+    from tracecli.query.frame_answer import frame_answer, holds_role
+
+    assert is_clipped_role("physio") and is_clipped_role("admin")  # physiotherapist, administrator
+    assert not is_clipped_role("pescatarian") and not is_clipped_role("teacher")  # not a clipping; known to WordNet
+    assert holds_role({"key": "say as", "head": "physio", "type": "thing"})
+    assert not holds_role({"key": "say as", "head": "pescatarian", "type": "thing"})
+    assert not holds_role({"key": "see", "head": "physio", "type": "thing"})  # no identity frame
+    said = _ev("r", 4, "as a physio I'd say get it checked", value="physio",
+               frame={"key": "say as", "type": "thing", "head": "physio"})
+    question = "What does Noor do for a living?"
+    got = frame_answer(_graph(said), shape_of(question, ["Noor"], None), question, {"r": 0.6}, None, ["Noor"])
+    assert got is not None and got.event is said
+
+
+def test_a_typed_value_the_message_sets_aside_gives_way_to_one_it_goes_on_to():
+    aside = {"key": "retract", "type": "name", "constructions": [{"name": "ended", "old": "Dutch", "new": ""}]}
+    hold = _sentence("h", 5, 0, "Dutch is on hold.", value="Dutch", frame=aside)
+    then = _sentence("t", 5, 1, "work is sending me to Lisbon so it's Portuguese now")
+    question = "Which language is Noor learning these days?"
+    shape = shape_of(question, ["Noor"], None)
+    assert extract_value(_graph(hold, then), hold, shape, question, ("LANGUAGE", "NORP")) == "Portuguese"
+    # with nothing else named, the sentence's own value is still read
+    assert extract_value(_graph(hold), hold, shape, question, ("LANGUAGE", "NORP")) == "Dutch"

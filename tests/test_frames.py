@@ -88,12 +88,22 @@ def test_novelty_and_negation(nlp) -> None:
     ("the Lisbon job didn't work out", ("ended", "job", None)),
     ("I let my climbing membership lapse", ("ended", "membership", None)),
     ("so I returned the Brooks trainers", ("retract", "trainers", None)),
+    # the idiom of ending a tie, with the other party as a prepositional object or beside the speaker as subject
+    ("I parted ways with my old tutor last month", ("retract", "tutor", None)),
+    ("Declan and I have parted ways", ("retract", "Declan", None)),
+    ("we parted company with the letting agency in May", ("retract", "agency", None)),
+    # moved off a place or a post; a thing thrown away
+    ("the committee moved me off plot 9, it's for the raised beds now", ("retract", "plot", None)),
+    ("I binned the gym membership in March.", ("retract", "membership", None)),
+    # a vague noun is read as the name it is about
+    ("the Bergen thing fell through, the host cancelled", ("ended", "Bergen", None)),
 ])
 def test_constructions(nlp, text: str, expected: tuple) -> None:
     assert expected in cons(nlp, text)
 
 
-@pytest.mark.parametrize("text", ["I took the day off", "I packed the car last night", "I handed the form in at reception"])
+@pytest.mark.parametrize("text", ["I took the day off", "I packed the car last night", "I handed the form in at reception",
+                                  "she parted the curtains with one hand"])
 def test_no_retraction_in_literal_uses(nlp, text: str) -> None:
     assert not any(name == "retract" for name, _, _ in cons(nlp, text))
 
@@ -254,6 +264,10 @@ def test_a_third_persons_change_is_not_the_speakers_revision(nlp) -> None:
     ("Japan's off, every penny goes to the deposit", True),
     ("the plumber is off sick this week", False),  # an absence, not an ended plan
     ("Sam's off to uni next week", False),  # a departure
+    ("the old boiler is gone now", True),
+    ("Marco's gone down to three days a week", False),  # a movement of a value, not an end
+    ("the rent's gone up again, £40 a month", False),
+    ("Dr Hale's gone on sabbatical to Peru", True),  # a person gone is an end of what they were
 ])
 def test_off_ends_a_plan_only_at_the_end_of_its_clause(nlp, text: str, ended: bool) -> None:
     assert any(c[0] == "ended" for c in cons(nlp, text)) is ended
@@ -369,3 +383,23 @@ def test_a_participle_without_its_own_subject_shares_its_clauses(nlp) -> None:
 def test_a_time_a_participant_is_moved_to_is_the_value(nlp) -> None:
     [f] = [f for f in frames(nlp, "they've moved me from Monday nights to Saturday mornings!") if f.key == "move to"]
     assert (f.subject, f.value) == ("Wren", "Saturday mornings")
+
+
+def test_a_facet_value_the_parse_reads_as_retracted_is_negated(nlp) -> None:
+    from tracecli.graph.frames import attach_frames
+
+    class Ev:
+        def __init__(self, subject, value, negated, n, facet=None):
+            self.subject, self.value, self.negated, self.facet, self.frame = subject, value, negated, facet, None
+            self.value_norm = value.lower() if value else None
+
+    def facet_event(text: str, value: str) -> Ev:
+        # the typed-facet layer's reading of the sentence: a residence, from its cue word alone
+        facet = Ev("Wren", value, False, 0, facet="residence")
+        attach_frames(nlp(text)[:], "Wren", "Jonas", ["Wren", "Jonas"], [facet], Ev)
+        return facet
+
+    left = facet_event("we moved out of Leeds in June and we're renting in York now", "Leeds")
+    assert left.negated and left.value_norm.startswith("not:")
+    stayed = facet_event("we're still in Leeds, it's lovely", "Leeds")
+    assert not stayed.negated and stayed.value_norm == "leeds"

@@ -26,11 +26,11 @@ from tracecli.graph.frames import ARRIVING, is_hedged
 
 #: verbs of ending, leaving or giving up something (Levin's "verbs of leaving" and "verbs of
 #: abandonment / discarding", plus the common chat verbs of cancelling)
-RETRACT_VERBS = ["quit", "leave", "sell", "drop", "cancel", "abandon", "ditch", "scrap", "dump", "lose", "end", "close",
+RETRACT_VERBS = ["quit", "leave", "sell", "drop", "cancel", "abandon", "ditch", "scrap", "dump", "bin", "lose", "end", "close",
                  "stop", "resign", "retire", "axe", "sack", "discontinue", "unsubscribe", "terminate", "call",
                  "give", "break", "move", "get", "return", "rehome"]
 #: particles that turn the verbs above into verbs of ending ("give up", "call off", "break up", "move out", "move on from")
-RETRACT_PARTICLES = {"give": ["up"], "call": ["off"], "break": ["up"], "move": ["out", "away", "on"], "get": ["rid"]}
+RETRACT_PARTICLES = {"give": ["up"], "call": ["off"], "break": ["up"], "move": ["out", "away", "on", "off"], "get": ["rid"]}
 #: verbs that with "out of" mean withdrawing from something ("pull out of", "drop out of", "back out of")
 WITHDRAW_VERBS = ["move", "pull", "drop", "back", "opt", "bow"]
 #: verbs of ceasing an activity, with the activity as a gerund ("stopped going to X", "quit playing X")
@@ -132,11 +132,25 @@ def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "as", "RIGHT_ATTRS": {"LOWER": {"IN": ["as", "from"]}, "DEP": "prep"}},
                      {"LEFT_ID": "as", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj"}}),
         ],
-        # "they took me off ibuprofen", "I came off the pill"
+        # "they took me off ibuprofen", "I came off the pill", "the club moved me off the first team"
         "retract~off": [
-            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": ["take", "come"]}, "POS": "VERB"}},
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": {"IN": ["take", "come", "move"]}, "POS": "VERB"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "off", "RIGHT_ATTRS": {"LOWER": "off", "DEP": "prep"}},
                      {"LEFT_ID": "off", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj", **_NOUNISH}}),
+        ],
+        # the idiom of ending a tie, "part ways / company": "I parted ways with my coach", "Sam and I parted ways"
+        "retract~part_ways": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "part", "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "ways", "RIGHT_ATTRS": {"LEMMA": {"IN": ["way", "company"]}, "DEP": "dobj"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">>", "RIGHT_ID": "with", "RIGHT_ATTRS": {"LOWER": "with", "DEP": "prep"}},
+                     {"LEFT_ID": "with", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj", **_NOUNISH}}),
+        ],
+        # (a pattern of its own: patterns of one name are told apart by their number of nodes)
+        "retract~part_ways_subject": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LEMMA": "part", "POS": "VERB"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "ways", "RIGHT_ATTRS": {"LEMMA": {"IN": ["way", "company"]}, "DEP": "dobj"}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "nsubj", **_NOUNISH}},
+                     {"LEFT_ID": "old", "REL_OP": ">", "RIGHT_ID": "me", "RIGHT_ATTRS": {"DEP": "conj", "LOWER": {"IN": ["i", "me", "we"]}}}),
         ],
         # "X died", "X passed away", "X disappeared"
         "ended": [
@@ -343,6 +357,11 @@ def find_constructions(sent: Any) -> list[Construction]:
                             and pobj.lower_ not in _FOR_IDIOMS:
                         ids["new"] = pobj.i
         old_tok = span_doc[ids["old"]] if "old" in ids else None
+        if old_tok is not None and old_tok.lower_ in ("thing", "plan", "idea"):
+            # "the Lisbon thing fell through": the name the vague noun is about is what ended
+            named = next((c for c in old_tok.lefts if c.dep_ == "compound" and c.pos_ in ("PROPN", "NOUN")), None)
+            if named is not None:
+                ids["old"], old_tok = named.i, named
         if old_tok is not None and (old_tok.pos_ == "PRON" or old_tok.lower_ in ("it", "that", "this", "one", "thing")):
             continue  # "at least it's not cancelled": a pronoun names no value
         if verb_tok is not None and not negated_end and any(c.dep_ == "neg" for c in verb_tok.children):
@@ -397,10 +416,15 @@ _AFTER_ENDED = frozenset({"now", "then", "again", "too", "completely", "entirely
 
 def _ends_here(doc: Any, i: int) -> bool:
     """Does the state word at `i` end its clause? "off" followed by more words is a place or an absence ("the
-    dentist is off sick", "Sam's off to uni"), not an ended plan."""
-    if doc[i].lower_ != "off" or i + 1 >= len(doc):
+    dentist is off sick", "Sam's off to uni"), not an ended plan; "gone up" or "gone down" is a change of amount
+    ("Sam's gone down to three days"), not an end (while "the boss has gone on sabbatical" is one)."""
+    if i + 1 >= len(doc):
         return True
     nxt = doc[i + 1]
+    if doc[i].lower_ == "gone":
+        return nxt.lower_ not in ("up", "down")
+    if doc[i].lower_ != "off":
+        return True
     return nxt.is_punct or nxt.lower_ in _AFTER_ENDED
 
 

@@ -1071,6 +1071,12 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
                 if i not in used and _overlaps(f.value, ev.value):
                     ev.frame = f.as_json()
                     used.add(i)
+                    if f.negated and f.key == "retract" and not ev.negated:
+                        # the facet's cue word read a place where the parse reads a retraction of it with nothing
+                        # said in its place ("we left Leeds and we're in York now" is no residence in Leeds; a
+                        # substitution's old value, "from the 3rd to …", is the facet layer's own to read)
+                        ev.negated = True
+                        ev.value_norm = "not:" + normalise_value(ev.value)
                     break
     plain = [ev for ev in events if not ev.facet and ev.value is None]
     n = 0

@@ -49,6 +49,7 @@ class WordClasses(NamedTuple):
     verbs: frozenset[str]  # every verb lemma
     first_occupations: frozenset[str]  # most frequent sense at or under `occupation` ("job", not "sport")
     language_names: frozenset[str]  # a name of language itself ("language")
+    nouns: frozenset[str]  # every noun lemma
 
 
 def _wordnet_dir() -> Path | None:
@@ -144,7 +145,7 @@ def build_classes(root: Path) -> WordClasses:
             first_occupations.add(word)
     return WordClasses(frozenset(roles), frozenset(occupations), adjectives, frozenset(persons), frozenset(money),
                        frozenset(times), frozenset(colours), frozenset(colour_names), verbs, frozenset(first_occupations),
-                       frozenset(language_names))
+                       frozenset(language_names), frozenset(index))
 
 
 @lru_cache(maxsize=1)
@@ -152,7 +153,7 @@ def _classes() -> WordClasses:
     root = _wordnet_dir()
     if root is None:
         return WordClasses(*[frozenset()] * len(WordClasses._fields))
-    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 7)
+    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 8)
     path = cache_file("wordnet-roles", key)
     text = read_cached(path)
     if text is not None and text.count("\n\n") == len(WordClasses._fields) - 1:
@@ -171,6 +172,17 @@ def is_role(noun: str, *, adjective: bool = False) -> bool:
     if not words or (adjective and words[-1] in _classes().adjectives):
         return False
     return " ".join(words) in roles or words[-1] in roles
+
+
+@lru_cache(maxsize=4096)
+def is_clipped_role(noun: str) -> bool:
+    """Is the noun (a lemma) one WordNet does not know that clips a role noun it does ("physio" of
+    "physiotherapist", "admin" of "administrator"): English shortens job names by dropping their end."""
+    word = noun.strip().lower()
+    classes = _classes()
+    if len(word) < 4 or not word.isalpha() or word in classes.nouns:
+        return False
+    return any(r.startswith(word) and len(r) >= len(word) + 3 and " " not in r for r in classes.roles)
 
 
 def is_occupation(noun: str, *, first_sense: bool = False) -> bool:

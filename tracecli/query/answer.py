@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from tracecli.graph.dates import format_date
-from tracecli.query.frame_answer import _key_words, _lemmas, asked_noun_token, asks_role, before_cut, holds_role, parse_question, said_before
+from tracecli.query.frame_answer import (_key_words, _lemmas, asks_past, asks_role, before_cut, focus_noun, holds_role,
+                                        said_before)
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape, asks_before
@@ -241,13 +242,50 @@ def _when(ev: EventNode) -> str:
     return ev.quote
 
 
-def _known_place(text: str) -> str | None:
+def _known_place(text: str, avoid: Collection[frozenset[str]] = ()) -> str | None:
     """The first run of one to three capitalised words in `text` that the gazetteer knows as a place (whole words:
-    "Bay" of "eBay" is none)."""
+    "Bay" of "eBay" is none), other than those whose words are in `avoid`."""
     from tracecli.graph.gazetteer import is_place
 
     return next((m.group(0) for m in re.finditer(r"(?<![\w'’\-])[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*){0,2}", text)
-                 if is_place(m.group(0))), None)
+                 if is_place(m.group(0)) and _norm_words(m.group(0)) not in avoid), None)
+
+
+#: prepositions that place a noun somewhere ("a room on Alder Lane", "the scout hut in Didsbury")
+_PLACING = frozenset({"in", "on", "at", "near", "by", "off", "above", "behind", "opposite"})
+
+
+def _placed_noun(text: str, place: str) -> str:
+    """The place with the noun it locates, when the sentence names one: "a bedsit in Ashford", "the garden centre on Mill
+    Lane" (where someone lives or sells is the flat or the shop, which the place only locates); the place alone
+    when it hangs on a verb ("I live in Ashford")."""
+    doc = _parsed(text)
+    at = text.find(place)
+    toks = [t for t in doc if at <= t.idx < at + len(place)] if at >= 0 else []
+    if not toks:
+        return place
+    root = next((t for t in toks if t.head not in toks or t.head == t), toks[0])
+    prep = root.head
+    noun = prep.head
+    if root.dep_ != "pobj" or prep.lower_ not in _PLACING or noun.pos_ not in ("NOUN", "PROPN") or noun.i > prep.i \
+            or noun.ent_type_ in ("DATE", "TIME") or noun.dep_ == "npadvmod":
+        return place
+    from tracecli.graph.lexicon import answer_class
+
+    if answer_class(noun.lemma_.lower()) in ("person", "time"):
+        return place  # "my sister in Leeds" is someone, "the weekend in Porto" a time: not where someone is
+    return doc[noun.left_edge.i: toks[-1].i + 1].text
+
+
+def _ended_values(graph: Graph, ev: EventNode, question: str = "") -> set[frozenset[str]]:
+    """The words of the values `ev`'s message retracts or moves away from (a construction's old value, a negated
+    statement's value): never the answer for what holds ("I quit German btw. doing Portuguese instead"), only for
+    what held before (none when the question asks that)."""
+    if question and (asks_before(question) or asks_past(question)):
+        return set()
+    same = _same_message(graph, ev)
+    return {_norm_words(c["old"]) for o in same if o.frame for c in o.frame.get("constructions", []) if c.get("old")} \
+        | {_norm_words(o.value) for o in same if o.negated and o.value}
 
 
 #: the answer types a sentence is reduced to (a person or organisation, a sum of money); others keep the sentence
@@ -291,24 +329,17 @@ def asked_labels(shape: QueryShape, question: str) -> tuple[str, ...] | None:
         return labels
     from tracecli.graph.lexicon import ANSWER_LABELS, answer_class
 
-    focus = _focus_noun(question)
+    focus = focus_noun(question)
     kind = answer_class(focus) if focus else None
+    if kind is None and _ASKS_NAME.search(question):
+        return _NAMES  # "What is the name of her bakery?", "What is his boat called?": a proper name
     return ANSWER_LABELS.get(kind) if kind else None
 
 
-def _focus_noun(question: str) -> str | None:
-    """The lemma of the noun a what/which question asks for: the noun the question word determines ("which
-    dentist", `frame_answer.asked_noun_token`), else the noun a copula pairs with the question word ("What was
-    Noor's rate?"), through "the name of …"."""
-    focus = asked_noun_token(question)
-    if focus is None:
-        wh = next((t for t in parse_question(question) if t.lower_ in ("what", "which")), None)
-        if wh is not None and wh.dep_ in ("attr", "nsubj") and wh.head.lemma_ == "be":
-            focus = next((c for c in wh.head.children if c.dep_ in ("nsubj", "attr") and c.i != wh.i and c.pos_ == "NOUN"), None)
-    if focus is not None and focus.lemma_ == "name":
-        focus = next((g for c in focus.children if c.dep_ == "prep" and c.lower_ == "of"
-                      for g in c.children if g.dep_ == "pobj" and g.pos_ == "NOUN"), focus)
-    return (focus.lemma_ or focus.text).lower() if focus is not None else None
+#: a question asking what something is called
+_ASKS_NAME = re.compile(r"(?i)\b(?:the name of|(?:is|was|are|were)\b.*\b(?:called|named))\b")
+#: the entity labels of proper names
+_NAMES = ("PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "WORK_OF_ART", "EVENT")
 
 
 def _same_message(graph: Graph, ev: EventNode) -> list[EventNode]:
@@ -330,10 +361,18 @@ _VALUE_ENTS = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "EVENT
                          "MONEY", "PERCENT", "QUANTITY", "CARDINAL"})
 
 
-def _holds_value(text: str) -> bool:
-    """Does the sentence name anything specific: a number, a proper noun, an entity, a code ("4B", "X-17")?"""
-    return any(t.like_num or t.pos_ in ("PROPN", "NUM") or t.ent_type_ in _VALUE_ENTS
-               or (any(c.isdigit() for c in t.text) and any(c.isalpha() for c in t.text)) for t in _parsed(text))
+def _holds_value(text: str, times: bool = True) -> bool:
+    """Does the sentence name anything specific: a number, a proper noun, an entity, a code ("4B", "X-17")? With
+    `times` False a date or span of time said in words is not one ("found the locker code at last after a month
+    of guessing."); a number always is (the small tagger reads "3390" as a year)."""
+    return any((times or t.ent_type_ not in ("DATE", "TIME") or t.like_num)
+               and (t.like_num or t.pos_ in ("PROPN", "NUM") or t.ent_type_ in _VALUE_ENTS
+                    or (any(c.isdigit() for c in t.text) and any(c.isalpha() for c in t.text))) for t in _parsed(text))
+
+
+def _mentions(text: str, lemma: str) -> bool:
+    """Does the sentence use the noun (a lemma: "code" in "the locker codes")?"""
+    return any((t.lemma_ or t.text).lower() == lemma for t in _parsed(text))
 
 
 def _value_said_next(graph: Graph, ev: EventNode) -> EventNode | None:
@@ -343,12 +382,12 @@ def _value_said_next(graph: Graph, ev: EventNode) -> EventNode | None:
     remember the lock combo" / "it's 4197 btw")."""
     later = sorted((o for o in _same_message(graph, ev) if o.sentence_idx > ev.sentence_idx and o.speaker == ev.speaker),
                    key=lambda o: o.sentence_idx)
-    found = next((o for o in later if _holds_value(o.quote)), None)
+    found = next((o for o in later if _holds_value(o.quote, times=False)), None)
     if found is None and not later:
         following = [o for o in graph.events.values() if o.conversation_id == ev.conversation_id
                      and o.session_id == ev.session_id and o.seq == ev.seq + 1 and o.speaker == ev.speaker]
         first = min(following, key=_order) if following else None
-        found = first if first is not None and _holds_value(first.quote) else None
+        found = first if first is not None and _holds_value(first.quote, times=False) else None
     return found
 
 
@@ -377,23 +416,29 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape, question: str 
         # the noun asked for is a person or a sum ("Which dentist …?", "What was Noor's day rate?"): the one value of
         # that type in the sentence, else in the rest of its message. Several (a change told old value first), or
         # a date, time or colour (said in phrases the entity reader cuts short: "Tuesdays and Fridays"): the sentence
-        ended = {_norm_words(c["old"]) for o in _same_message(graph, ev) if o.frame
-                 for c in o.frame.get("constructions", []) if c.get("old")} \
-            | {_norm_words(o.value) for o in _same_message(graph, ev) if o.negated and o.value}
-        for text in [ev.quote, *_rest_of_message(graph, ev)]:
-            found = _entities(text, labels, avoid=(ev.subject,))
-            # (one the message retracts is not the answer: "I quit German btw. doing Portuguese instead")
-            found = [f for f in found if _norm_words(f) not in ended] or found
-            if found:
-                return found[0] if len(found) == 1 else ev.quote
+        ended = _ended_values(graph, ev, question)
+        texts = [ev.quote, *_rest_of_message(graph, ev)]
+        # (one the message retracts is not the answer: "I quit German btw. doing Portuguese instead", nor is "Dutch is
+        # on hold." when the message goes on to the language taken up; only when nothing else is named is it said)
+        for avoid in (ended, set()):
+            for text in texts:
+                found = [f for f in _entities(text, labels, avoid=(ev.subject,)) if _norm_words(f) not in avoid]
+                if found:
+                    return found[0] if len(found) == 1 else ev.quote
     if ev.value and not ev.negated and ev.facet and not ev.facet.startswith("date:"):
         return ev.value
     if shape.wh == "where":
-        return _known_place(ev.quote) or _entity(ev.quote, ("GPE", "LOC", "FAC")) or ev.quote
+        # (never the place the sentence says was left: "we left Leeds and we're in York now")
+        ended = _ended_values(graph, ev, question)
+        places = [p for p in (_known_place(ev.quote, ended), *_entities(ev.quote, ("GPE", "LOC", "FAC"))) if p]
+        place = next((p for p in places if _norm_words(p) not in ended), None)
+        return _placed_noun(ev.quote, place) if place else ev.quote
     if shape.wh == "who":
-        # a person the sentence names, else one the rest of its message names ("dentist tomorrow. Dr Okafor's.")
-        return next((p for p in (_entity(t, ("PERSON",), avoid=(ev.subject,)) for t in [ev.quote, *_rest_of_message(graph, ev)])
-                     if p), ev.quote)
+        # a person the sentence names, else one the rest of its message names ("dentist tomorrow. Dr Okafor's."),
+        # never one it parts with ("Dominik and I have parted ways. I train with Sarah Jones now")
+        ended = _ended_values(graph, ev, question)
+        return next((p for t in [ev.quote, *_rest_of_message(graph, ev)]
+                     for p in _entities(t, ("PERSON",), avoid=(ev.subject,)) if _norm_words(p) not in ended), ev.quote)
     if ev.value and ev.facet and not ev.facet.startswith("date:"):
         return _value_text(ev)  # (a date answers only a when-question: "Which race …?" is not "October")
     return ev.quote  # a sentence matched on closeness alone: the whole of it, not a frame value it happens to hold
@@ -890,7 +935,7 @@ def _settled(answer: Answer, graph: Graph, shape: QueryShape, question: str, set
             confidence = answer.confidence
             answer = _newer_answer(graph, newer, answer, shape, 1.0, question, labels)
             answer.confidence = confidence
-    focus = _focus_noun(question) if shape.wh in ("what", "which") else None
+    focus = focus_noun(question) if shape.wh in ("what", "which") else None
     if shape.wh == "when" and not answer.abstained and answer.event_ids and answer.event_ids[0] in graph.events:
         # a frame's time value cut short by the entity reader ("other Sunday" of "every other Sunday")
         said = _time_phrase(graph.events[answer.event_ids[0]].quote)
@@ -934,8 +979,8 @@ def read_event(graph: Graph, ev: EventNode, shape: QueryShape, best_note_cosine:
                settings: AskSettings, as_of: str | None = None) -> Answer:
     """The answer read from one chosen sentence the way `answer_offline` reads its own (`tracecli.query.choose`)."""
     labels = asked_labels(shape, question) if settings.typed_focus else _WANTED_ENTITIES.get(shape.wh)
-    if shape.wants_current:
-        ev = _instead_of_retraction(graph, ev, question, as_of)
+    if shape.wants_current or as_of is not None:
+        ev = _instead_of_retraction(graph, ev, question, as_of, now=shape.wants_current)
     return _settled(event_answer(graph, ev, shape, best_note_cosine, question, labels), graph, shape, question,
                     settings, labels, as_of)
 
@@ -1047,11 +1092,14 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
         # the person asked the other ("what's your blood type?") and said their own soon after ("I'm O negative");
         # a sentence that names something specific answers by itself ("it's thistle-42 when you come over")
         best = _own_answer_after(graph, best) or best
-    focus = _focus_noun(question) if settings.value_follows and shape.wh in ("what", "which") else None
-    if best is not None and focus and not _holds_value(best.quote):
+    focus = focus_noun(question) if settings.value_follows and shape.wh in ("what", "which") else None
+    if best is not None and focus:
         from tracecli.graph.lexicon import answer_class
 
-        if answer_class(focus) != "time":  # a date said next to it is as often another date (nor are dates reduced)
+        # (a date said next to a time asked for is as often another date, nor are dates reduced; a code asked for
+        # is not the span of time a sentence about the code names: "found the locker code at last after a month. 3390")
+        if answer_class(focus) != "time" and (not _holds_value(best.quote) or (
+                _mentions(best.quote, focus) and not _holds_value(best.quote, times=False))):
             best = _value_said_next(graph, best) or best
     if best is None:
         if as_of is not None:
@@ -1060,15 +1108,51 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
         best = newest_successor(graph, ranked_events[0][0], as_of)
     elif shape.wants_current:
         best = newest_successor(graph, _instead_of_retraction(graph, best, question, as_of), as_of)
+    elif as_of is not None:
+        best = _instead_of_retraction(graph, best, question, as_of, now=False)
     return event_answer(graph, best, shape, best_note_cosine, question, labels)
 
 
-def _instead_of_retraction(graph: Graph, ev: EventNode, question: str, as_of: str | None) -> EventNode:
+def _instead_of_retraction(graph: Graph, ev: EventNode, question: str, as_of: str | None,
+                           now: bool = True) -> EventNode:
     """A retraction asked what holds now ("also I quit the climbing wall." for "How does she keep fit these days?") is
-    answered by what was said instead (`_drawn_instead`); any other sentence is itself."""
-    if not ev.negated or not ev.value or asks_before(question):
+    answered by what was said instead (`_drawn_instead`), or by the sentence of its message that says it
+    (`_told_next`); any other sentence is itself. Asked what held at a date (`now` False), only the message's own
+    next sentence answers: an edge drawn to a later message may lead past the date's state."""
+    if asks_before(question):
         return ev
-    return _drawn_instead(graph, ev, as_of) or ev
+    drawn = _drawn_instead(graph, ev, as_of) if now and ev.negated and ev.value else None
+    return drawn or _told_next(graph, ev) or ev
+
+
+def _ends_something(ev: EventNode) -> bool:
+    """Does the sentence end or retract something: the construction layer read an old value from it with no new one
+    beside it ("I've left Vodacell.", "I cancelled the paper round, too early."; a mere negation is not one: "can't,
+    I'm doing weekend shifts at the Anchor")?"""
+    told = ev.frame.get("constructions", []) if ev.frame else []
+    return any(c.get("old") and not c.get("new") and c.get("name") != "negation" for c in told)
+
+
+def _told_next(graph: Graph, ev: EventNode) -> EventNode | None:
+    """The sentence after a retraction in the same message, by the same speaker, that says something as new or takes
+    something up and names a value: chat tells a change old first, new last ("phone update: I've left Vodacell. I'm
+    on Skylink now"; "handed in my notice at Brightline. starting at Kestrel Games in May")."""
+    if not _ends_something(ev):
+        return None
+    later = sorted((o for o in _same_message(graph, ev) if o.sentence_idx > ev.sentence_idx and o.speaker == ev.speaker),
+                   key=lambda o: o.sentence_idx)
+    return next((o for o in later if not o.negated and (_novel(o) or _takes_up(o)) and _holds_value(o.quote, times=False)),
+                None)
+
+
+def _takes_up(ev: EventNode) -> bool:
+    """Does the sentence take something up: a verb of changing or choosing (`constructions.CHANGE_VERBS`: "starting at
+    Kestrel Games in May", "joined the Harriers"), light verbs aside, not negated?"""
+    from tracecli.graph.constructions import CHANGE_VERBS
+
+    verbs = set(CHANGE_VERBS) - _LIGHT
+    return any(t.pos_ == "VERB" and t.lemma_.lower() in verbs and not any(c.dep_ == "neg" for c in t.children)
+               for t in _parsed(ev.quote))
 
 
 def _drawn_instead(graph: Graph, retraction: EventNode, as_of: str | None) -> EventNode | None:

@@ -103,6 +103,36 @@ def asked_noun(question: str) -> str | None:
 _PLACING_PREPS = frozenset("at in on from during before after since about".split())
 
 
+def focus_noun(question: str) -> str | None:
+    """The lemma of the noun a what/which question asks for: the noun the question word determines ("which
+    dentist", `frame_answer.asked_noun_token`), else the noun a copula pairs with the question word ("What was
+    Noor's rate?"), through "the name of …"."""
+    focus = asked_noun_token(question)
+    if focus is None:
+        wh = next((t for t in parse_question(question) if t.lower_ in ("what", "which")), None)
+        if wh is not None and wh.dep_ in ("attr", "nsubj") and wh.head.lemma_ == "be":
+            focus = next((c for c in wh.head.children if c.dep_ in ("nsubj", "attr") and c.i != wh.i and c.pos_ == "NOUN"), None)
+    if focus is not None and focus.lemma_ == "name":
+        focus = next((g for c in focus.children if c.dep_ == "prep" and c.lower_ == "of"
+                      for g in c.children if g.dep_ == "pobj" and g.pos_ == "NOUN"), focus)
+    return (focus.lemma_ or focus.text).lower() if focus is not None else None
+
+
+def asks_past(question: str) -> bool:
+    """Does the question ask what held in the past ("used to", "previously", "formerly", "before")?"""
+    return bool(_PAST_CUES.search(question))
+
+
+def asked_types(question: str) -> frozenset[str] | None:
+    """The frame value types a what/which question's noun admits: a date for "Which day / date / time …" (WordNet's
+    class of the noun, `lexicon.answer_class`); None otherwise. (A person noun admits no narrower type: "Which vets
+    …" is answered by "Parkview vets", a common noun.)"""
+    from tracecli.graph.lexicon import answer_class
+
+    focus = focus_noun(question)
+    return frozenset({"date"}) if focus and answer_class(focus) == "time" else None
+
+
 def asks_role(question: str) -> bool:
     """Does the question ask for someone's occupation — an occupation noun it asks about ("What is Noor's
     job?", "What does Noor do for work?", "What kind of work …") or "do … for a living"?"""
@@ -124,13 +154,15 @@ def asks_role(question: str) -> bool:
 
 def holds_role(frame: Mapping[str, Any]) -> bool:
     """A frame that puts its subject in a role ("I'm a nurse", "works as a baker", "firefighter life") whose value
-    is a role noun (`tracecli.graph.lexicon.is_role`)."""
-    from tracecli.graph.lexicon import is_role
+    is a role noun (`tracecli.graph.lexicon.is_role`) or the clipped name of one ("as a physio I'd say",
+    `lexicon.is_clipped_role`)."""
+    from tracecli.graph.lexicon import is_clipped_role, is_role
 
     key = str(frame.get("key", ""))
     identity = key == "be" or key.split(" ")[0] == "become" or key.endswith(" as") or key == "promote to" \
         or (bool(frame.get("facet")) and key.endswith("occupation"))
-    return identity and is_role(str(frame.get("head", "")))
+    head = str(frame.get("head", ""))
+    return identity and (is_role(head) or is_clipped_role(head))
 
 
 def _echoes_role(graph: Graph, ev: EventNode, frame: Mapping[str, Any]) -> bool:
@@ -243,6 +275,8 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
     wanted = WANTED.get(shape.wh)
     if _HOW_MUCH.search(question):
         wanted = frozenset({"number", "date", "code"})  # "how long / many / much / old / often" asks for an amount
+    elif wanted is None and shape.wh in ("what", "which"):
+        wanted = asked_types(question)  # "Which day …" is not answered by the person a day was swapped with
     before_value = None
     noun = asked_noun(question)
     role = asks_role(question)
@@ -331,7 +365,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             # wants ("What phone …?") is not answered by a value of another kind that shares its verb ("use")
         c.score = 0.3 * c.key_hit + 0.15 * c.noun_hit + 0.2 * c.sim + 0.35 * c.rel + 0.2 * c.fit
         if novelty_bonus and c.frame.get("novelty") and shape.wants_current and as_of is None \
-                and not _PAST_CUES.search(question):
+                and not asks_past(question):
             c.score += novelty_bonus
         scored.append(c)
     if not scored:
@@ -339,7 +373,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
     scored.sort(key=lambda c: (-c.score, -c.ev.seq, c.ev.id))
     best = scored[0]
     chosen = best.ev
-    if cut is not None or not (_PAST_CUES.search(question) and as_of is None):
+    if cut is not None or not (asks_past(question) and as_of is None):
         # (a winner with the very predicate the question asks — "Where is Noor from?" → 'be from' — has rivals
         # only of that predicate: where she is placed now is not where she is from)
         rivals = [c for c in scored if c.ev.subject == best.ev.subject and _rival(c, best)
@@ -348,7 +382,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
         chosen = max(rivals, key=lambda c: (c.ev.seq, c.ev.sentence_idx)).ev
     if cut is not None:
         return FrameAnswer(chosen, best.ev, best.score, "frame")  # the latest version said before X
-    if _PAST_CUES.search(question) and as_of is None:
+    if asks_past(question) and as_of is None:
         current = newest_successor(graph, chosen, None)
         prev = predecessor(graph, current)
         if prev is not None:
