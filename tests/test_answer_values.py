@@ -847,6 +847,7 @@ def test_a_clipped_job_name_is_a_role_said_of_oneself():
 
     assert is_clipped_role("physio") and is_clipped_role("admin")  # physiotherapist, administrator
     assert not is_clipped_role("pescatarian") and not is_clipped_role("teacher")  # not a clipping; known to WordNet
+    assert not is_clipped_role("proud")  # an adjective WordNet knows, not a clipped "Proudhon"
     assert holds_role({"key": "say as", "head": "physio", "type": "thing"})
     assert not holds_role({"key": "say as", "head": "pescatarian", "type": "thing"})
     assert not holds_role({"key": "see", "head": "physio", "type": "thing"})  # no identity frame

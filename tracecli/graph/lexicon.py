@@ -180,8 +180,9 @@ def is_clipped_role(noun: str) -> bool:
     "physiotherapist", "admin" of "administrator"): English shortens job names by dropping their end."""
     word = noun.strip().lower()
     classes = _classes()
-    if len(word) < 4 or not word.isalpha() or word in classes.nouns:
-        return False
+    if len(word) < 4 or not word.isalpha() or word in classes.nouns or word in classes.adjectives \
+            or word in classes.verbs:
+        return False  # (a word WordNet knows as anything is no clipping: "proud" is not "Proudhon")
     return any(r.startswith(word) and len(r) >= len(word) + 3 and " " not in r for r in classes.roles)
 
 
