@@ -375,13 +375,18 @@ def _mentions(text: str, lemma: str) -> bool:
     return any((t.lemma_ or t.text).lower() == lemma for t in _parsed(text))
 
 
+def _said_after(graph: Graph, ev: EventNode) -> list[EventNode]:
+    """The sentences of `ev`'s message after it, said by the same speaker, in order."""
+    return sorted((o for o in _same_message(graph, ev) if o.sentence_idx > ev.sentence_idx and o.speaker == ev.speaker),
+                  key=lambda o: o.sentence_idx)
+
+
 def _value_said_next(graph: Graph, ev: EventNode) -> EventNode | None:
     """The next sentence of `ev`'s message that names something specific, when `ev` names nothing: "also the gym
     lockers need a code and I never remember mine. 5802." — asked "What is the code …?", the value follows; or the
     first sentence of the same person's very next message, chat's way of going on ("took me ten minutes to
     remember the lock combo" / "it's 4197 btw")."""
-    later = sorted((o for o in _same_message(graph, ev) if o.sentence_idx > ev.sentence_idx and o.speaker == ev.speaker),
-                   key=lambda o: o.sentence_idx)
+    later = _said_after(graph, ev)
     found = next((o for o in later if _holds_value(o.quote, times=False)), None)
     if found is None and not later:
         following = [o for o in graph.events.values() if o.conversation_id == ev.conversation_id
@@ -1139,8 +1144,7 @@ def _told_next(graph: Graph, ev: EventNode) -> EventNode | None:
     on Skylink now"; "handed in my notice at Brightline. starting at Kestrel Games in May")."""
     if not _ends_something(ev):
         return None
-    later = sorted((o for o in _same_message(graph, ev) if o.sentence_idx > ev.sentence_idx and o.speaker == ev.speaker),
-                   key=lambda o: o.sentence_idx)
+    later = _said_after(graph, ev)
     return next((o for o in later if not o.negated and (_novel(o) or _takes_up(o)) and _holds_value(o.quote, times=False)),
                 None)
 
