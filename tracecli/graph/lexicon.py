@@ -49,7 +49,6 @@ class WordClasses(NamedTuple):
     verbs: frozenset[str]  # every verb lemma
     first_occupations: frozenset[str]  # most frequent sense at or under `occupation` ("job", not "sport")
     language_names: frozenset[str]  # a name of language itself ("language")
-    nouns: frozenset[str]  # every noun lemma
 
 
 def _wordnet_dir() -> Path | None:
@@ -145,7 +144,7 @@ def build_classes(root: Path) -> WordClasses:
             first_occupations.add(word)
     return WordClasses(frozenset(roles), frozenset(occupations), adjectives, frozenset(persons), frozenset(money),
                        frozenset(times), frozenset(colours), frozenset(colour_names), verbs, frozenset(first_occupations),
-                       frozenset(language_names), frozenset(index))
+                       frozenset(language_names))
 
 
 @lru_cache(maxsize=1)
@@ -153,7 +152,7 @@ def _classes() -> WordClasses:
     root = _wordnet_dir()
     if root is None:
         return WordClasses(*[frozenset()] * len(WordClasses._fields))
-    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 8)
+    key = (str(root), os.path.getmtime(root / "data.noun"), _NOT_ROLES, _OCCUPATION_SENSES, _ANSWER_SENSES, 9)
     path = cache_file("wordnet-roles", key)
     text = read_cached(path)
     if text is not None and text.count("\n\n") == len(WordClasses._fields) - 1:
@@ -174,14 +173,30 @@ def is_role(noun: str, *, adjective: bool = False) -> bool:
     return " ".join(words) in roles or words[-1] in roles
 
 
+@lru_cache(maxsize=1)
+def _nouns() -> frozenset[str]:
+    """Every noun lemma WordNet has, read (and cached) only when asked: `_classes`, which every build and ask loads,
+    stays small."""
+    root = _wordnet_dir()
+    if root is None:
+        return frozenset()
+    path = cache_file("wordnet-nouns", (str(root), os.path.getmtime(root / "index.noun"), 1))
+    text = read_cached(path)
+    if text is not None:
+        return frozenset(text.split("\n"))
+    with open(root / "index.noun", encoding="utf-8", errors="replace") as fh:
+        nouns = frozenset(line.split()[0].replace("_", " ") for line in fh if not line.startswith("  "))
+    write_cached(path, "\n".join(sorted(nouns)))
+    return nouns
+
+
 @lru_cache(maxsize=4096)
 def is_clipped_role(noun: str) -> bool:
     """Is the noun (a lemma) one WordNet does not know that clips a role noun it does ("physio" of
     "physiotherapist", "admin" of "administrator"): English shortens job names by dropping their end."""
     word = noun.strip().lower()
     classes = _classes()
-    if len(word) < 4 or not word.isalpha() or word in classes.nouns or word in classes.adjectives \
-            or word in classes.verbs:
+    if len(word) < 4 or not word.isalpha() or word in classes.adjectives or word in classes.verbs or word in _nouns():
         return False  # (a word WordNet knows as anything is no clipping: "proud" is not "Proudhon")
     return any(r.startswith(word) and len(r) >= len(word) + 3 and " " not in r for r in classes.roles)
 
