@@ -867,3 +867,28 @@ def test_a_typed_value_the_message_sets_aside_gives_way_to_one_it_goes_on_to():
     assert extract_value(_graph(hold, then), hold, shape, question, ("LANGUAGE", "NORP")) == "Portuguese"
     # with nothing else named, the sentence's own value is still read
     assert extract_value(_graph(hold), hold, shape, question, ("LANGUAGE", "NORP")) == "Dutch"
+
+
+def test_a_facet_value_of_another_kind_than_the_asked_noun_is_not_the_answer():
+    from tracecli.query.answer import _other_kind
+
+    sport = _ev("p", 3, "swapped the treadmill for reformer pilates", value="reformer pilates", facet="sport")
+    assert _other_kind("Which football club does Noor support?", sport)  # a sport is no club
+    assert not _other_kind("What sport does Noor do these days?", sport)  # the facet's own noun
+    diet = _ev("d", 3, "I've been veggie for years", value="vegetarian", facet="diet")
+    assert not _other_kind("What kind of diet does Noor follow?", diet)  # "kind of diet" asks for a diet
+    assert not _other_kind("Where does Noor live?", sport)  # no noun asked for
+
+
+def test_the_noun_asked_for_is_read_through_a_noun_of_sorts_and_a_place_noun_asks_for_a_place():
+    from tracecli.graph.lexicon import answer_class
+    from tracecli.query.frame_answer import asked_noun, asked_types
+
+    assert asked_noun("What kind of diet does Noor follow?") == "diet"
+    assert asked_noun("Which model of car does Noor drive now?") == "car"
+    assert asked_noun("What brand of trainers does Noor run in?") == "trainer"
+    assert [answer_class(w) for w in ("town", "suburb", "county")] == ["place"] * 3
+    # WordNet files these under location in general: not a named place
+    assert [answer_class(w) for w in ("position", "area", "mountain")] == [None] * 3
+    assert "place" in (asked_types("Which town does Noor live in now?") or ()) and \
+        "thing" not in (asked_types("Which town does Noor live in now?") or ())

@@ -115,3 +115,27 @@ def json_text(value: Any, **kwargs: Any) -> str:
     the same JSON value, safe to print on a terminal."""
     text = json.dumps(value, ensure_ascii=False, **kwargs)
     return _JSON_RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+#: a line that opens by asking (a question word or an auxiliary first)
+_ASKING = re.compile(
+    r"^\W*(?:who|what|when|where|why|how|which|whose|did|do|does|are|is|was|were|have|has|can|could|will|would|should|"
+    r"shall|may)\b", re.I)
+#: the end of a sentence that chat goes on from in lower case ("… in May. you in?")
+_LOWER_BREAK = re.compile(r"(?<=[.!])[\"'”’)]*\s+(?=[a-z])")
+
+
+def question_after_statement(text: str) -> int | None:
+    """Where the question starts in a line that first states something and then asks, the way chat writes it in lower
+    case ("planning a trip, thinking Lisbon in May. you in?"): the offset of the question, or None for a line that
+    does not end with one, or that only asks (or opens with too little to state anything: "rip umbrella. you ok?")."""
+    line = text.rstrip()
+    if not line.endswith("?"):
+        return None
+    breaks = list(_LOWER_BREAK.finditer(line))
+    if not breaks:
+        return None
+    stated = line[: breaks[-1].start()]
+    if "?" in stated or len(stated.split()) < 4 or _ASKING.match(stated):
+        return None
+    return breaks[-1].end()

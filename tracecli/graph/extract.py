@@ -36,7 +36,7 @@ from tracecli.graph.patterns import (
     ANSWER_SHAPES,
     _scan,
 )
-from tracecli.text import STOPWORDS, content_words, short_hash
+from tracecli.text import STOPWORDS, content_words, question_after_statement, short_hash
 from tracecli.timeutil import parse_iso
 
 
@@ -211,7 +211,9 @@ def _subject_of(group: str | None, speaker: str, other: str | None, participants
 
 def _is_question(text: str) -> bool:
     t = text.strip()
-    return t.endswith("?") or bool(_QUESTION_START.match(t) and not t.endswith((".", "!")) and len(t.split()) < 14)
+    if t.endswith("?"):
+        return question_after_statement(t) is None  # (a statement with a question after it states something)
+    return bool(_QUESTION_START.match(t) and not t.endswith((".", "!")) and len(t.split()) < 14)
 
 
 def _skipped(text: str) -> bool:
@@ -345,10 +347,16 @@ class RuleExtractor:
                     ctx.last_species[speaker] = species
         if _skipped(text):
             return []
+        asked = question_after_statement(text)
+        stated = sent
+        if asked is not None:
+            # "… thinking Lisbon in May. you in?": the statement is the event, not the question after it
+            text = text[:asked].rstrip()
+            stated = sent[: next((i for i, t in enumerate(sent) if t.idx - sent.start_char >= asked), len(sent))]
         dates = find_dates(text, base, future=bool(_PLAN.search(text)))
         out: list[EventOut] = []
         facet_hits = self._facets(msg, sent, text, ctx, known, other, around)
-        description = third_person(sent, speaker, other)
+        description = third_person(stated, speaker, other)
         for hit in facet_hits:
             out.append(self._event(msg, s_idx, text, description, dates, **hit))
         if not out and self._informative(sent, text):

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tracecli.text import STOPWORDS
+from tracecli.text import STOPWORDS, question_after_statement
 
 # -- closed-class words (English grammar, not data) ------------------------------------------
 
@@ -221,13 +221,15 @@ def _novel(verb: Any, value_toks: Sequence[Any]) -> bool:
 
 
 def _subject_of_clause(verb: Any) -> Any | None:
-    """The clause's subject token: its own nsubj, or the one it shares with the verb it is conjoined to / carried by."""
+    """The clause's subject token: its own nsubj, or the one it shares with the verb it is conjoined to / carried by.
+    Of two subjects the parser hangs on one verb, the nearer: chat opens with a topic and no verb of its own
+    ("rehearsal tonight, I'm bringing the oboe")."""
     seen = 0
     v = verb
     while v is not None and seen < 4:
-        for c in v.children:
-            if c.dep_ in ("nsubj", "nsubjpass", "expl"):
-                return c
+        subjects = [c for c in v.children if c.dep_ in ("nsubj", "nsubjpass", "expl")]
+        if subjects:
+            return min(subjects, key=lambda c: abs(c.i - v.i))
         if v.dep_ in ("conj", "xcomp") and v.head.i != v.i:
             v = v.head
             seen += 1
@@ -467,7 +469,16 @@ def _verb_key(verb: Any) -> str:
 
 def _is_question(sent: Any) -> bool:
     text = sent.text.strip()
-    return text.endswith("?")
+    return text.endswith("?") and question_after_statement(text) is None
+
+
+def _asked_part(sent: Any) -> int:
+    """The index of the first token of a question that follows a statement in the same line ("… in May. you in?"),
+    or the span's end: the statement's frames are read, the question's are not."""
+    at = question_after_statement(sent.text)
+    if at is None:
+        return sent.end
+    return next((t.i for t in sent if t.idx - sent.start_char >= at), sent.end)
 
 
 def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequence[str],
@@ -477,8 +488,9 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
     if _is_question(sent):
         return []
     frames: list[Frame] = []
+    asked = _asked_part(sent)
     for tok in sent:
-        if tok.pos_ not in ("VERB", "AUX"):
+        if tok.pos_ not in ("VERB", "AUX") or tok.i >= asked:
             continue
         if tok.dep_ in ("aux", "auxpass"):
             continue
@@ -682,14 +694,38 @@ def _placed_object_frames(verb: Any, speaker: str, other: str | None, participan
 def _fragment_frames(sent: Any, speaker: str) -> list[Frame]:
     """A verbless fragment that announces a state ("night desk now"): chat drops the
     'I'm on' / 'it's', so the noun phrase is the speaker's new value of something, read like "it's X now" — an
-    anaphoric restatement (key `it`) that answers only a question asking for its kind."""
-    if any(t.pos_ in ("VERB", "AUX") for t in sent):
-        return []
+    anaphoric restatement (key `it`) that answers only a question asking for its kind; or one that places the speaker
+    (`_placed_fragments`)."""
+    placed = _placed_fragments(sent, speaker)
+    if placed or any(t.pos_ in ("VERB", "AUX") for t in sent):
+        return placed
     root = sent.root
     if root.pos_ not in ("NOUN", "PROPN") or not any(t.lower_ in NOVELTY_WORDS for t in sent):
         return []
     f = _frame(speaker, "it", root, sent, verb=None, copular=True)
     return [f] if f is not None else []
+
+
+def _placed_fragments(sent: Any, speaker: str) -> list[Frame]:
+    """A verbless clause that places the speaker ("still at Halden Rovers, nine seasons now", "in Leeds till sunday"):
+    chat drops the "I'm", so a sentence that is only a placing preposition and its object (adverbs aside) is read like
+    "I'm at Halden Rovers" (key 'be at'), with the placement's own rule for what is a value (a name, a noun with its
+    determiner, a bare plural after "on")."""
+    out: list[Frame] = []
+    for tok in sent:
+        if tok.dep_ != "ROOT" or tok.pos_ != "ADP" or tok.lower_ not in _PLACING_PREPS:
+            continue
+        clause = tok.sent
+        if any(t.pos_ in ("VERB", "AUX") for t in clause) \
+                or any(t.dep_ not in ("advmod", "punct", "intj") for t in clause if t.i < tok.i):
+            continue
+        pobj = _pobj(tok)
+        if pobj is None or pobj.ent_type_ in ("DATE", "TIME") or not _placed_value(tok, pobj):
+            continue
+        f = _frame(speaker, f"be {tok.lower_}", pobj, sent, verb=None, copular=True)
+        if f is not None:
+            out.append(f)
+    return out
 
 
 #: degree adverbs: what they modify is a quality that comes in degrees, not a role ("so adult", "such a hero")
@@ -880,6 +916,14 @@ ORIGIN_KEY = "be from"
 _PLACING_PREPS = ("in", "at", "on", "with", "from")
 
 
+def _placed_value(prep: Any, pobj: Any) -> bool:
+    """Is what a placing preposition governs a value: a name, a noun with its determiner or possessor, or a bare
+    plural after "on", the rota or regimen one is on ("I'm on deliveries now")? A bare noun is a state or an idiom ("in
+    love", "at work", "on holiday", "in bits")."""
+    return pobj.pos_ == "PROPN" or any(g.dep_ in ("det", "poss") for g in pobj.children) \
+        or (prep.lower_ == "on" and pobj.tag_ == "NNS")
+
+
 def _placed_frames(verb: Any, subj: Any, sent: Any, speaker: str, other: str | None,
                    participants: Sequence[str]) -> list[Frame]:
     """'I'm on the night team now', 'we're in Leeds', 'she's at Monzo': a participant located by a preposition
@@ -894,8 +938,8 @@ def _placed_frames(verb: Any, subj: Any, sent: Any, speaker: str, other: str | N
         pobj = _pobj(c)
         if pobj is None or pobj.ent_type_ in ("DATE", "TIME"):
             continue
-        if pobj.pos_ != "PROPN" and not any(g.dep_ in ("det", "poss") for g in pobj.children):
-            continue  # a bare noun is a state or an idiom ("in love", "at work", "on holiday"), not a value
+        if not _placed_value(c, pobj):
+            continue
         f = _frame(person, f"be {c.lower_}", pobj, sent, verb=verb, copular=True)
         if f is not None:
             out.append(f)

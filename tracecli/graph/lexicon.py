@@ -12,6 +12,10 @@ NLTK project's stand-alone WordNet; its files are read directly, nothing is down
   person classes that name a relation or a kind of person rather than a role: kin, friends and lovers,
   peers and neighbours, young people, and the sexes ("mum", "friend", "colleague", "kid", "man").
 
+Two more readings of the noun hierarchy are kept apart, loaded only when a question needs them (`_hypernyms`): whether
+a value is a kind of the noun a question asks for (`is_kind_of`: "oboe" of "instrument"), and whether that noun names
+a kind of named place (`names_place`: "town", "suburb").
+
 Parsing the noun database takes a few seconds, so the two word sets are kept in the user's cache directory
 (`tracecli.cache`) under a key of the installed package and this module's rules, and read back in
 milliseconds. When the package is missing the sets are empty: role typing is then simply not available.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -190,6 +195,98 @@ def _nouns() -> frozenset[str]:
     return nouns
 
 
+#: how many of a value's most frequent senses may make it a kind of the asked noun ("oboe" of "instrument")
+_KIND_SENSES = 2
+#: a sense of the asked noun this close to WordNet's root names no kind ("part" as a region, "object", "stuff",
+#: "event"): its depth must be at least this
+_KIND_MIN_DEPTH = 6
+
+
+@lru_cache(maxsize=1)
+def _hypernyms() -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """(lemma → its synset offsets, most frequent first; synset offset → its hypernym offsets), read (and cached)
+    only when a question asks for a kind of thing: `_classes`, which every build and ask loads, stays small."""
+    root = _wordnet_dir()
+    if root is None:
+        return {}, {}
+    path = cache_file("wordnet-hypernyms", (str(root), os.path.getmtime(root / "data.noun"), 1))
+    text = read_cached(path)
+    if text is None:
+        synsets, index = _read_nouns(root)
+        text = "\n".join(w + "\t" + ",".join(o) for w, o in sorted(index.items())) + "\n\n" + "\n".join(
+            o + "\t" + ",".join(h) for o, (_, h) in sorted(synsets.items()) if h)
+        write_cached(path, text)
+    lemmas_part, synsets_part = text.split("\n\n", 1)
+
+    def table(part: str) -> dict[str, tuple[str, ...]]:
+        out = {}
+        for line in part.split("\n"):
+            key, _, vals = line.partition("\t")
+            out[key] = tuple(vals.split(",")) if vals else ()
+        return out
+
+    return table(lemmas_part), table(synsets_part)
+
+
+def _ancestors(offset: str, up: Mapping[str, tuple[str, ...]]) -> set[str]:
+    seen: set[str] = set()
+    todo = [offset]
+    while todo:
+        for h in up.get(todo.pop(), ()):
+            if h not in seen:
+                seen.add(h)
+                todo.append(h)
+    return seen
+
+
+@lru_cache(maxsize=4096)
+def is_kind_of(value: str, noun: str) -> bool:
+    """Is the value (a noun phrase: WordNet's compound when it has one, else its head, the last word), in one of its
+    most frequent senses, a kind of the asked noun in one of its own ("oboe" of "instrument", "kayak" of "boat",
+    "trout" of "fish")? WordNet's hypernym (and instance) links; a noun near the root names no kind
+    ("part", "object", "event")."""
+    index, up = _hypernyms()
+    words = value.strip().lower().split()
+    asked = index.get(noun.strip().lower(), ())
+    if not words or not asked:
+        return False
+    # the asked noun's senses that are specific enough to name a kind
+    kinds = {o for o in asked if len(_depth_path(o, up)) >= _KIND_MIN_DEPTH}
+    if not kinds:
+        return False
+    for n in range(len(words), 0, -1):  # "bass clarinet", then "clarinet"
+        senses = index.get(" ".join(words[-n:]))
+        if senses:
+            return any(o in kinds or kinds & _ancestors(o, up) for o in senses[:_KIND_SENSES])
+    return False
+
+
+#: WordNet nouns whose first sense a named place is a kind of: a city or town is a district and a geographical area
+_PLACE_KINDS = ("geographical area", "district", "region")
+
+
+def names_place(noun: str) -> bool:
+    """Does the noun (a lemma) name a kind of named place in its most frequent sense ("town", "city", "suburb",
+    "county", "borough"; not "mountain", a landform, "pub", a building, nor "position" or "area", which WordNet
+    files under location in general)? The first senses of `_PLACE_KINDS`, or what is under them."""
+    index, up = _hypernyms()
+    senses = index.get(noun.strip().lower(), ())
+    kinds = {index[k][0] for k in _PLACE_KINDS if index.get(k)}
+    return bool(senses) and (senses[0] in kinds or bool(kinds & _ancestors(senses[0], up)))
+
+
+def _depth_path(offset: str, up: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The synset's chain to the root along first hypernyms (its depth is the chain's length)."""
+    chain, seen = [offset], {offset}
+    while up.get(chain[-1]):
+        nxt = up[chain[-1]][0]
+        if nxt in seen:
+            break
+        chain.append(nxt)
+        seen.add(nxt)
+    return chain
+
+
 @lru_cache(maxsize=4096)
 def is_clipped_role(noun: str) -> bool:
     """Is the noun (a lemma) one WordNet does not know that clips a role noun it does ("physio" of
@@ -210,13 +307,14 @@ def is_occupation(noun: str, *, first_sense: bool = False) -> bool:
 
 #: entity labels (spaCy's, plus COLOR for a colour word) of the answer to a question asking for a noun of each class
 ANSWER_LABELS = {"person": ("PERSON", "ORG"), "money": ("MONEY",), "time": ("DATE", "TIME"), "colour": ("COLOR",),
-                 "language": ("LANGUAGE", "NORP")}
+                 "language": ("LANGUAGE", "NORP"), "place": ("GPE", "LOC", "FAC")}
 
 
 def answer_class(noun: str) -> str | None:
     """What a question asking for this noun (a lemma) wants, read from WordNet: 'person' when its most frequent
     sense is a person ("dentist", "landlord", "supplier"), 'money' when one of its two most frequent senses is a
     possession ("rent", "fee", a "rate" charged), 'time' when one of them is a time ("date", "day", "time"),
+    'place' when its most frequent sense is a district or geographical area ("town", "suburb", `names_place`),
     'colour' when it names colour itself ("colour", "coloring"), 'language' when it names language itself
     ("language": spaCy tags a language as LANGUAGE or, as often, NORP); None otherwise."""
     word = noun.strip().lower()
@@ -228,7 +326,7 @@ def answer_class(noun: str) -> str | None:
     for name, members in (("person", classes.persons), ("money", classes.money), ("time", classes.times)):
         if word in members:
             return name
-    return None
+    return "place" if names_place(word) else None
 
 
 def is_colour(word: str) -> bool:

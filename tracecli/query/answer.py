@@ -288,8 +288,9 @@ def _ended_values(graph: Graph, ev: EventNode, question: str = "") -> set[frozen
         | {_norm_words(o.value) for o in same if o.negated and o.value}
 
 
-#: the answer types a sentence is reduced to (a person or organisation, a sum of money); others keep the sentence
-_REDUCED = frozenset({"PERSON", "ORG", "MONEY", "LANGUAGE", "NORP"})
+#: the answer types a sentence is reduced to (a person or organisation, a sum of money, a place); others keep the
+#: sentence
+_REDUCED = frozenset({"PERSON", "ORG", "MONEY", "LANGUAGE", "NORP", "GPE", "LOC", "FAC"})
 
 
 def _entities(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> list[str]:
@@ -484,12 +485,30 @@ def _from_frame(graph: Graph, shape: QueryShape, question: str, relevance: Mappi
             return Answer(text=instead.value or instead.quote, abstained=False, event_ids=[instead.id], source_refs=refs,
                           method="frame", support=found.support, confidence=round(min(1.0, 0.5 + found.score), 3))
     fuller = None if ev.negated else _fuller_statement(graph, ev, as_of)
-    text = f"{ev.subject} no longer: {ev.value}" if ev.negated else ((fuller or ev).value or ev.quote)
+    # (a sentence that states the value outside any frame, found as what a revision replaced: the part it is asked for)
+    text = f"{ev.subject} no longer: {ev.value}" if ev.negated else (
+        (fuller or ev).value or extract_value(graph, ev, shape, question, asked_labels(shape, question)))
     refs = list(ev.source_refs) + [r for r in (fuller.source_refs if fuller else []) if r not in ev.source_refs]
     if found.chosen.id != ev.id:
         refs += [r for r in found.chosen.source_refs if r not in refs]
     return Answer(text=text, abstained=False, event_ids=[ev.id], source_refs=refs, method="frame",
                   support=found.support, confidence=round(min(1.0, 0.5 + found.score), 3))
+
+
+def _other_kind(question: str, ev: EventNode) -> bool:
+    """Is a typed-facet value of a common-noun kind something other than the noun the question asks for ("What club
+    …?" met by the sport 'reformer pilates'): neither the noun nor a kind of it (`lexicon.is_kind_of`), and the facet
+    is not named by it either ("What sport …?" is the sport facet's own question)?"""
+    from tracecli.graph.facets import facet_kind
+    from tracecli.graph.lexicon import is_kind_of
+    from tracecli.query.frame_answer import _facet_frame, asked_noun
+
+    noun = asked_noun(question)
+    frame = _facet_frame(ev)
+    if noun is None or frame is None or facet_kind(ev.facet or "") != "thing":
+        return False
+    named = set(_words(ev.value)) | set(str(frame.get("key", "")).split())
+    return noun not in named and not is_kind_of(ev.value or "", noun)
 
 
 def _said_instead(graph: Graph, retraction: EventNode) -> EventNode | None:
@@ -998,6 +1017,8 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
         found = None  # "What is Noor's job?" asks for the role Noor holds, not for the employer
     if found is not None and shape.wh != "yesno" and echoes(question, found[0].value):
         found = None  # "Which fencing club …?" is not answered by the hobby "fencing": the question names it
+    if found is not None and question and _other_kind(question, found[0]):
+        found = None  # "Which football club …?" is not answered by the sport someone took up
     if found is not None and settings.before_first and question and asks_before(question):
         cut = before_cut(graph, question, named_people(graph, shape))
         if cut is not None and not said_before(found[0], cut):

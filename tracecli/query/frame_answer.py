@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from tracecli.graph.frames import ORIGIN_KEY, PROPER_TYPES
+from tracecli.graph.lexicon import is_kind_of
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.shape import QueryShape, asks_before
 from tracecli.text import content_words
@@ -86,11 +87,20 @@ def question_key(question: str) -> str | None:
 
 
 def asked_noun_token(question: str) -> Any | None:
-    """The noun token a 'what / which N' question word determines ('What car does she drive?' → car)."""
+    """The noun token a 'what / which N' question word determines ('What car does she drive?' → car), through a noun
+    of sorts ('What kind of diet …?' → diet, 'Which model of car …?' → car)."""
     for tok in parse_question(question):
         if tok.lower_ in ("what", "which") and tok.dep_ == "det" and tok.head.pos_ == "NOUN":
-            return tok.head
+            head = tok.head
+            if head.lemma_.lower() in _SORT_NOUNS:
+                head = next((g for c in head.children if c.dep_ == "prep" and c.lower_ == "of"
+                             for g in c.children if g.dep_ == "pobj" and g.pos_ == "NOUN"), head)
+            return head
     return None
+
+
+#: nouns of sorts: "what kind / sort / type / model / brand / style of N" asks for an N
+_SORT_NOUNS = frozenset({"kind", "sort", "type", "model", "make", "brand", "style", "variety", "form"})
 
 
 def asked_noun(question: str) -> str | None:
@@ -124,13 +134,16 @@ def asks_past(question: str) -> bool:
 
 
 def asked_types(question: str) -> frozenset[str] | None:
-    """The frame value types a what/which question's noun admits: a date for "Which day / date / time …" (WordNet's
-    class of the noun, `lexicon.answer_class`); None otherwise. (A person noun admits no narrower type: "Which vets
+    """The frame value types a what/which question's noun admits: a date for "Which day / date / time …", a name for
+    "Which town / suburb …" (WordNet's class of the noun, `lexicon.answer_class`); None otherwise. (A person noun admits no narrower type: "Which vets
     …" is answered by "Parkview vets", a common noun.)"""
     from tracecli.graph.lexicon import answer_class
 
     focus = focus_noun(question)
-    return frozenset({"date"}) if focus and answer_class(focus) == "time" else None
+    kind = answer_class(focus) if focus else None
+    if kind == "place":
+        return PROPER_TYPES - {"person"}  # "Which town …" is answered by a name (spaCy reads a place as an org as often)
+    return frozenset({"date"}) if kind == "time" else None
 
 
 def asks_role(question: str) -> bool:
@@ -138,18 +151,30 @@ def asks_role(question: str) -> bool:
     job?", "What does Noor do for work?", "What kind of work …") or "do … for a living"?"""
     from tracecli.graph.lexicon import is_occupation
 
+    if _HOW_MUCH.search(question):
+        return False  # "How much does Noor charge to service …" asks for an amount
+    focus = focus_noun(question)
     for tok in parse_question(question):
         if tok.pos_ != "NOUN":
             continue
         if tok.lower_ == "living" and tok.dep_ == "pobj" and tok.head.lower_ == "for":
             return True
-        # a noun the question word determines asks for a kind of it ("What sport …?"): an occupation only when
-        # that is the noun's first sense ("What job …?")
+        # only the noun the question asks for: the one its question word determines or pairs with ("What sport …?",
+        # "What is Noor's job?"), the kind asked of ("What kind of work …"), or what something is done for ("do …
+        # for work") — not any noun it mentions ("… to service a sewing machine?"); a determined noun is an
+        # occupation only when that is its first sense ("What job …?")
         determined = any(c.dep_ == "det" and c.lower_ in ("what", "which") for c in tok.children)
-        if is_occupation(tok.lemma_ or tok.text, first_sense=determined) \
+        asked = determined or (tok.lemma_ or tok.text).lower() == focus or (
+            tok.dep_ == "pobj" and (tok.head.lower_ == "for" or (
+                tok.head.lower_ == "of" and tok.head.head.lemma_ in _KIND_WORDS)))
+        if asked and is_occupation(tok.lemma_ or tok.text, first_sense=determined) \
                 and not (tok.dep_ == "pobj" and tok.head.lower_ in _PLACING_PREPS):
             return True
     return False
+
+
+#: nouns after which "of N" names the kind asked for ("What kind of work …")
+_KIND_WORDS = frozenset({"kind", "sort", "type", "line", "field"})
 
 
 def holds_role(frame: Mapping[str, Any]) -> bool:
@@ -195,10 +220,11 @@ def _facet_frame(ev: EventNode) -> dict[str, Any] | None:
     return {"key": key or ev.facet, "type": vtype, "head": (ev.value or "").split()[-1].lower(), "facet": True}
 
 
-def predecessor(graph: Graph, ev: EventNode) -> EventNode | None:
-    """The latest event that `ev` updates (what held before it)."""
+def predecessor(graph: Graph, ev: EventNode, valued: bool = True) -> EventNode | None:
+    """The latest event that `ev` updates (what held before it); with `valued` False also a sentence that states it
+    outside any frame ("planning a trip, thinking Lisbon in May", which "Lisbon fell through" found by its words)."""
     older = [graph.events[e.dst] for e in graph.out.get(ev.id, []) if e.label == "updates" and e.dst in graph.events]
-    older = [o for o in older if not o.negated and o.value]
+    older = [o for o in older if not o.negated and (o.value or not valued)]
     return max(older, key=lambda o: (o.seq, o.sentence_idx)) if older else None
 
 
@@ -320,12 +346,13 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             # Noor says it: what others call someone ("you're a hero") is praise more often than a job
         if role and roles_only:
             continue  # nor by a frame that holds no role ("work at Easton" asked what Noor does for a living)
-        if noun is not None and frame.get("type") == "thing" and noun not in value_words \
-                and frame.get("head") != noun:
+        other = noun is not None and noun not in value_words and frame.get("head") != noun
+        kind = other and is_kind_of(ev.value, noun)  # "the oboe" asked which instrument
+        if other and frame.get("type") == "thing" and not kind:
             if key_hit > 0:
                 other_kind.append(ev)
             continue  # "What car …" is answered by a car or by a name, not by another kind of thing
-        noun_hit = noun is not None and (noun in key or bool(re.search(rf"(?i)\b{re.escape(noun)}", ev.quote)))
+        noun_hit = noun is not None and (kind or noun in key or bool(re.search(rf"(?i)\b{re.escape(noun)}", ev.quote)))
         cands.append(_Cand(ev, frame, key_hit, noun_hit, relevance.get(ev.id, 0.0)))
     if before_value:
         if before_first:
@@ -333,7 +360,7 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             # what it replaced (a later mention of X may carry an edge to a value that came after X)
             stated = _events_with_value(graph, before_value, people)
             for named in stated:
-                prev = predecessor(graph, named) or replaced_by(graph, named)
+                prev = predecessor(graph, named) or replaced_by(graph, named) or predecessor(graph, named, valued=False)
                 if prev is not None and _said_first(prev, stated[0]):
                     return FrameAnswer(prev, named, 0.9, "chain")
         else:

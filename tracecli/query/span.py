@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from tracecli.graph.lexicon import is_kind_of
 from tracecli.query.frame_answer import asks_role
 from tracecli.query.paths import Graph
 from tracecli.query.settings import AskSettings
@@ -128,8 +129,8 @@ def cannot_answer(text: str, value: str, focus: str | None, shape: QueryShape, l
     if focus and root.lemma_.lower() == focus and not named \
             and not any(t.dep_ in ("compound", "nmod") and t.pos_ in ("NOUN", "PROPN") for t in span if t.i != root.i):
         return True
-    if named or root.pos_ in _THINGS:
-        return False
+    if named or root.pos_ in _THINGS or (focus and is_kind_of(value, focus)):
+        return False  # (a kind of the asked noun is a thing however the tagger reads it: "the oboe" as an adjective)
     return not ((labels and "COLOR" in labels) or shape.wh == "how")
 
 
