@@ -92,6 +92,28 @@ def test_before_x_is_what_a_construction_says_x_replaced():
     assert ans.text == "Transit" and "m2" in ans.source_refs
 
 
+def test_before_x_is_the_sentence_a_revision_replaced_when_no_frame_holds_the_old_value():
+    from tracecli.query.frame_answer import frame_answer
+    from tracecli.query.paths import EdgeInfo
+
+    # "planning a trip, thinking Lisbon in May" holds no frame; "Lisbon fell through … so it's Seville instead" was
+    # linked to it by its words (an `updates` edge from the Seville statement)
+    plan = _ev("p", 2, "my sister and I are planning a trip, thinking Lisbon in May.")
+    seville = _ev("s", 5, "so it's Seville instead, same week", value="Seville",
+                  frame={"key": "it", "type": "place", "head": "seville", "copular": True})
+    graph = _graph(plan, seville)
+    edge = EdgeInfo("s", "p", "updates", 0.92, None, "Maren: 'Seville' replaces 'Lisbon' (found by construction: ended)")
+    graph.out["s"].append(edge)
+    graph.into["p"].append(edge)
+    question = "Which city was Noor planning to visit before Seville?"
+    found = frame_answer(graph, shape_of(question, ["Noor"], None), question, {"p": 0.5, "s": 0.5}, None, ["Noor"])
+    assert found is not None and found.event.id == "p" and found.support == "chain"
+    shape = shape_of(question, ["Noor"], None)
+    ans = answer_offline(graph, shape, [(plan, 0.6), (seville, 0.5)], {"p": 0.6, "s": 0.5}, 0.9, None, AskSettings(),
+                         question)
+    assert ans.text == "Lisbon" and "m2" in ans.source_refs
+
+
 class _Recording:
     """The session embedder, recording every text it is asked to embed."""
 
@@ -878,6 +900,12 @@ def test_a_facet_value_of_another_kind_than_the_asked_noun_is_not_the_answer():
     diet = _ev("d", 3, "I've been veggie for years", value="vegetarian", facet="diet")
     assert not _other_kind("What kind of diet does Noor follow?", diet)  # "kind of diet" asks for a diet
     assert not _other_kind("Where does Noor live?", sport)  # no noun asked for
+    # and the answer step reads on past it
+    club = _ev("c", 2, "Hartley Rovers till I die", value=None)
+    question = "Which football club does Noor support?"
+    ans = answer_offline(_graph(sport, club), shape_of(question, ["Noor"], None), [(club, 0.8), (sport, 0.7)],
+                         {"c": 0.8, "p": 0.7}, 0.9, None, AskSettings(), question)
+    assert "pilates" not in ans.text
 
 
 def test_the_noun_asked_for_is_read_through_a_noun_of_sorts_and_a_place_noun_asks_for_a_place():
