@@ -351,8 +351,10 @@ class RuleExtractor:
         stated = sent
         if asked is not None:
             # "… thinking Lisbon in May. you in?": the statement is the event, not the question after it
+            from tracecli.graph.frames import asked_part
+
             text = text[:asked].rstrip()
-            stated = sent[: next((i for i, t in enumerate(sent) if t.idx - sent.start_char >= asked), len(sent))]
+            stated = sent[: asked_part(sent) - sent.start]
         dates = find_dates(text, base, future=bool(_PLAN.search(text)))
         out: list[EventOut] = []
         facet_hits = self._facets(msg, sent, text, ctx, known, other, around)

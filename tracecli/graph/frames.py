@@ -472,7 +472,7 @@ def _is_question(sent: Any) -> bool:
     return text.endswith("?") and question_after_statement(text) is None
 
 
-def _asked_part(sent: Any) -> int:
+def asked_part(sent: Any) -> int:
     """The index of the first token of a question that follows a statement in the same line ("… in May. you in?"),
     or the span's end: the statement's frames are read, the question's are not."""
     at = question_after_statement(sent.text)
@@ -488,7 +488,7 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
     if _is_question(sent):
         return []
     frames: list[Frame] = []
-    asked = _asked_part(sent)
+    asked = asked_part(sent)
     for tok in sent:
         if tok.pos_ not in ("VERB", "AUX") or tok.i >= asked:
             continue
