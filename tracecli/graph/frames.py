@@ -1167,7 +1167,7 @@ def _someone_elses_change(doc: Any, c: Any, speaker: str, other: str | None, par
     if who is not None:
         return who != speaker  # "you quit the band": the other participant's change, not the speaker's
     person = subj.ent_type_ == "PERSON" or (subj.pos_ == "PROPN" and subj.ent_type_ in ("", "NORP")) \
-        or (subj.pos_ == "NOUN" and answer_class(subj.lemma_ or subj.text) == "person")
+        or (subj.pos_ == "NOUN" and answer_class(subj.lemma_ or subj.text, place=False) == "person")
     if not person:
         return False
     obj = next((x for x in verb.children if x.dep_ == "dobj"), None)

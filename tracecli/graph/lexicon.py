@@ -265,6 +265,7 @@ def is_kind_of(value: str, noun: str) -> bool:
 _PLACE_KINDS = ("geographical area", "district", "region")
 
 
+@lru_cache(maxsize=1024)
 def names_place(noun: str) -> bool:
     """Does the noun (a lemma) name a kind of named place in its most frequent sense ("town", "city", "suburb",
     "county", "borough"; not "mountain", a landform, "pub", a building, nor "position" or "area", which WordNet
@@ -310,13 +311,14 @@ ANSWER_LABELS = {"person": ("PERSON", "ORG"), "money": ("MONEY",), "time": ("DAT
                  "language": ("LANGUAGE", "NORP"), "place": ("GPE", "LOC", "FAC")}
 
 
-def answer_class(noun: str) -> str | None:
+def answer_class(noun: str, *, place: bool = True) -> str | None:
     """What a question asking for this noun (a lemma) wants, read from WordNet: 'person' when its most frequent
     sense is a person ("dentist", "landlord", "supplier"), 'money' when one of its two most frequent senses is a
     possession ("rent", "fee", a "rate" charged), 'time' when one of them is a time ("date", "day", "time"),
     'place' when its most frequent sense is a district or geographical area ("town", "suburb", `names_place`),
     'colour' when it names colour itself ("colour", "coloring"), 'language' when it names language itself
-    ("language": spaCy tags a language as LANGUAGE or, as often, NORP); None otherwise."""
+    ("language": spaCy tags a language as LANGUAGE or, as often, NORP); None otherwise. `place` False leaves the
+    place class out (it reads the larger hypernym table): for callers that only ask whether it is a person or a time."""
     word = noun.strip().lower()
     classes = _classes()
     if word in classes.colour_names:
@@ -326,7 +328,7 @@ def answer_class(noun: str) -> str | None:
     for name, members in (("person", classes.persons), ("money", classes.money), ("time", classes.times)):
         if word in members:
             return name
-    return "place" if names_place(word) else None
+    return "place" if place and names_place(word) else None
 
 
 def is_colour(word: str) -> bool:

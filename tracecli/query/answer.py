@@ -272,7 +272,7 @@ def _placed_noun(text: str, place: str) -> str:
         return place
     from tracecli.graph.lexicon import answer_class
 
-    if answer_class(noun.lemma_.lower()) in ("person", "time"):
+    if answer_class(noun.lemma_.lower(), place=False) in ("person", "time"):
         return place  # "my sister in Leeds" is someone, "the weekend in Porto" a time: not where someone is
     return doc[noun.left_edge.i: toks[-1].i + 1].text
 
@@ -1124,7 +1124,7 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
 
         # (a date said next to a time asked for is as often another date, nor are dates reduced; a code asked for
         # is not the span of time a sentence about the code names: "found the locker code at last after a month. 3390")
-        if answer_class(focus) != "time" and (not _holds_value(best.quote) or (
+        if answer_class(focus, place=False) != "time" and (not _holds_value(best.quote) or (
                 _mentions(best.quote, focus) and not _holds_value(best.quote, times=False))):
             best = _value_said_next(graph, best) or best
     if best is None:

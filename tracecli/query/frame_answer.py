@@ -135,8 +135,8 @@ def asks_past(question: str) -> bool:
 
 def asked_types(question: str) -> frozenset[str] | None:
     """The frame value types a what/which question's noun admits: a date for "Which day / date / time …", a name for
-    "Which town / suburb …" (WordNet's class of the noun, `lexicon.answer_class`); None otherwise. (A person noun admits no narrower type: "Which vets
-    …" is answered by "Parkview vets", a common noun.)"""
+    "Which town / suburb …" (WordNet's class of the noun, `lexicon.answer_class`); None otherwise. (A person noun
+    admits no narrower type: "Which vets …" is answered by "Parkview vets", a common noun.)"""
     from tracecli.graph.lexicon import answer_class
 
     focus = focus_noun(question)
