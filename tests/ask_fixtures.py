@@ -225,6 +225,18 @@ def jsonable(value: Any) -> Any:
     return json.loads(json.dumps(to_jsonable(value), ensure_ascii=False))
 
 
+def module_store(chat: Path, name: str) -> Any:
+    """A module-scoped fixture yielding `built_store` of one chat file (closed after the module's tests)."""
+
+    @pytest.fixture(scope="module")
+    def store(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[Store]:
+        s = built_store(tmp_path_factory.mktemp(name) / f"{name}.db", chat, embedder)
+        yield s
+        s.close()
+
+    return store
+
+
 def built_store(db: Path, chat: Path, embedder: Any) -> Store:
     """A new store at `db` holding one chat file, its graph built with the rule extractor."""
     from tracecli.graph.build import build_graph

@@ -403,3 +403,75 @@ def test_a_facet_value_the_parse_reads_as_retracted_is_negated(nlp) -> None:
     assert left.negated and left.value_norm.startswith("not:")
     stayed = facet_event("we're still in Leeds, it's lovely", "Leeds")
     assert not stayed.negated and stayed.value_norm == "leeds"
+
+
+@pytest.mark.parametrize(("text", "old"), [
+    ("right, I'm done with Parkside Physio, too many cancellations", "Physio"),  # the head of the name
+    ("finished with the gym, it's all influencers now", "gym"),
+    ("done with lebara, the signal is hopeless", "lebara"),
+])
+def test_being_done_with_something_retracts_it(nlp, text: str, old: str) -> None:
+    assert ("retract", old, None) in cons(nlp, text)
+
+
+@pytest.mark.parametrize("text", [
+    "done with work for today, finally",  # a task finished
+    "finished with the dishes, sofa time",  # chores
+    "I'm done with the gym for today",  # a visit ended, with a time adjunct
+])
+def test_a_task_finished_is_no_retraction(nlp, text: str) -> None:
+    assert cons(nlp, text) == []
+
+
+def test_a_brand_written_in_lower_case_is_a_name_one_is_on(nlp) -> None:
+    got = [(f.key, f.value, f.vtype) for f in frames(nlp, "ditched the contract, I'm on lebara now")]
+    assert ("be on", "lebara", "name") in got
+    assert frames(nlp, "I'm on holiday") == []  # a word the dictionary knows is an idiom, not a name
+
+
+def test_a_message_opening_with_cant_states_something(nlp) -> None:
+    from tracecli.graph.extract import _skipped
+
+    assert not _skipped("can't, swimming lessons at 6 then bed. locksmith life")
+    assert _skipped("can you do friday")
+
+
+def test_an_answer_that_opens_a_line_is_a_frame_of_the_question(nlp) -> None:
+    from tracecli.graph.frames import reply_frame
+
+    question = nlp("which section do you sing in?")[:]
+    f = reply_frame(nlp("tenor! since school, my dad made me join")[:], question, "Wren")
+    assert f is not None and (f.subject, f.key, f.value) == ("Wren", "sing in", "tenor")
+    # a line that opens with a clause, or with more than a short phrase, answers nothing by its first words
+    assert reply_frame(nlp("I sing whatever they need, honestly")[:], question, "Wren") is None
+    assert reply_frame(nlp("the one at the back near the big old organ pipes, why")[:], question, "Wren") is None
+
+
+def test_a_retraction_finds_the_value_said_as_an_answer(tmp_path, embedder) -> None:
+    # "tenor! since school …" answered a question and also describes the speaker ("since I was little"); the later
+    # "moved me from tenor to baritone" finds the answer
+    import json
+
+    from tracecli.graph.build import build_graph
+    from tracecli.ingest import ingest_parsed, parse_file
+    from tracecli.store import open_store
+
+    chat = {"conversation_id": "c", "participants": ["Wren", "Jonas"], "sessions": [
+        {"id": "s1", "started_at": "2024-01-01T10:00:00Z", "messages": [
+            {"id": "s1-m1", "speaker": "Jonas", "text": "which section do you sing in?", "timestamp": "2024-01-01T10:00:00Z"},
+            {"id": "s1-m2", "speaker": "Wren", "text": "tenor! since I was little, my dad made me join",
+             "timestamp": "2024-01-01T10:01:00Z"}]},
+        {"id": "s2", "started_at": "2024-03-01T10:00:00Z", "messages": [
+            {"id": "s2-m1", "speaker": "Wren", "text": "the director moved me from tenor to baritone for the spring concert??",
+             "timestamp": "2024-03-01T10:00:00Z"}]}]}
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(chat))
+    store = open_store(tmp_path / "c.db")
+    try:
+        ingest_parsed(store, path, parse_file(path), embedder)
+        build_graph(store, extractor="rules")
+        rows = store.conn.execute("SELECT a.value, b.value FROM edges e JOIN events a ON a.id = e.src "
+                                  "JOIN events b ON b.id = e.dst WHERE e.label = 'updates'").fetchall()
+        assert [tuple(r) for r in rows] == [("baritone", "tenor")]
+    finally:
+        store.close()

@@ -265,36 +265,23 @@ def test_gazetteer_works_without_a_writable_cache(tmp_path, monkeypatch: pytest.
 
 
 def _pairwise_implicit_edges(frames, embed):
-    """The scan `implicit_edges` replaced: every earlier frame against every later one (the reference)."""
+    """The scan `implicit_edges` replaced: every earlier frame against every later one (the reference), each pair
+    scored by the same test (`revise._revision_score`)."""
     from tracecli.graph import revise as R
-    from tracecli.graph.link import same_value
 
     ordered = sorted((f for f in frames if not f.ev.negated and not f.hedged and f.key != "retract"),
                      key=lambda f: f.ev.order)
     sims = R._key_similarity(ordered, embed)
+    values = R._value_vectors(ordered, embed)
     edges = []
     for i, new in enumerate(ordered):
         best = None
         for old in ordered[:i]:
             if old.ev.subject != new.ev.subject or old.ev.seq == new.ev.seq:
                 continue
-            if not R._compatible_types(old.vtype, new.vtype) or same_value(R._norm(old.ev.value), R._norm(new.ev.value)):
-                continue
-            if old.key == "be" or new.key == "be":
-                continue
-            if R._same_key(old, new):
-                if not R._functional(old) and not (new.novelty and old.vtype == new.vtype):
-                    continue
-                score = 1.0
-            elif (new.verb in R.CHANGE_VERBS and R._functional(old) and old.verb not in R.CHANGE_VERBS
-                  and new.vtype in R.SINGLE_TYPES and old.vtype == new.vtype):
-                score = sims.get((old.masked, new.masked), 0.0)
-                if score < R.KEY_SIMILARITY:
-                    continue
-            else:
-                continue
-            if best is None or (score, old.ev.order) >= (best[0], best[1].ev.order):
-                best = (score, old)
+            found = R._revision_score(old, new, sims, values)
+            if found is not None and (best is None or (found[0], old.ev.order) >= (best[0], best[1].ev.order)):
+                best = (found[0], old)
         if best is not None:
             edges.append((new.ev.id, best[1].ev.id, f"{best[0]:.2f}"))
     return edges
@@ -303,7 +290,8 @@ def _pairwise_implicit_edges(frames, embed):
 @pytest.mark.parametrize("seed", range(6))
 def test_implicit_edges_equal_the_pairwise_scan(seed: int) -> None:
     """The indexed scan of earlier frames finds exactly the edges of comparing every pair, on random frames
-    that mix subjects, keys (same key, copular keys with one head, 'be'), types, change verbs and novelty."""
+    that mix subjects, keys (same key, copular keys with one head, 'be'), types, change verbs, novelty, named
+    values (value similarity) and variants."""
     import numpy as np
 
     from tracecli.graph import revise as R
@@ -321,11 +309,15 @@ def test_implicit_edges_equal_the_pairwise_scan(seed: int) -> None:
                       subject=rng.choice(["Ana", "Ben", "Cy"]), speaker="Ana", participants=["Ana", "Ben"],
                       topic_id=None, value=rng.choice(values), negated=rng.random() < 0.05)
         key = rng.choice(keys)
+        variant = (rng.choice(["hive", "belt"]), rng.choice(["number", "colour"]), rng.choice(["two", "blue"]),
+                   rng.random() < 0.7) if rng.random() < 0.2 else None
         frames.append(R.FrameRec(ev=ev, key=key, vtype=rng.choice(vtypes), head="", novelty=rng.random() < 0.3,
-                                 copular=rng.random() < 0.4, verb=rng.choice(verbs), hedged=rng.random() < 0.05))
+                                 copular=rng.random() < 0.4, verb=rng.choice(verbs), hedged=rng.random() < 0.05,
+                                 variant=variant))
 
-    def embed(texts):  # a deterministic stand-in: similar when the key's last word matches
-        return np.array([[1.0, float(len(t.split()[-2]) % 3), float(t.startswith("my"))] for t in texts], dtype=np.float32)
+    def embed(texts):  # a deterministic stand-in: similar when the key's last word (or the value's length) matches
+        return np.array([[1.0, float(len((t.split()[-2:] or [""])[0]) % 3), float(t.startswith("my"))] for t in texts],
+                        dtype=np.float32)
 
     got = [(e.src, e.dst, e.justification.split("similarity ")[-1].rstrip(")") if "similarity" in e.justification
             else "1.00") for e in R.implicit_edges(frames, embed)]

@@ -43,6 +43,11 @@ def test_a_value_of_another_kind_or_a_noun_that_names_no_kind(value: str, noun: 
     # chat goes on in lower case: a statement, then a question to the listener
     ("we're planning a trip, thinking Lisbon in May. you in?", len("we're planning a trip, thinking Lisbon in May. ")),
     ("sold the van on Friday, finally!! who wants a lift?", len("sold the van on Friday, finally!! ")),
+    # the speaker's news and a short question after its last comma, in one sentence
+    ("I'm baking scones for the stall, want a couple?", len("I'm baking scones for the stall, ")),
+    ("my sister got a new job, did you hear?", len("my sister got a new job, ")),
+    # news told with surprise: the whole line states it
+    ("the coach moved me from wing to hooker for the cup game??", len("the coach moved me from wing to hooker for the cup game??")),
 ])
 def test_a_question_after_a_statement_is_found(text: str, at: int) -> None:
     assert question_after_statement(text) == at
@@ -53,6 +58,8 @@ def test_a_question_after_a_statement_is_found(text: str, at: int) -> None:
     "oh no. you ok?",  # too little before the question to state anything
     "how was it. you ok?",  # the line opens by asking
     "we're planning a trip, thinking Lisbon in May.",  # no question
+    "so you moved me to the back row??",  # put to the other person
+    "a MARATHON??",  # an echo, too short to state anything
 ])
 def test_a_line_that_only_asks_or_states(text: str) -> None:
     assert question_after_statement(text) is None

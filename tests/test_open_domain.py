@@ -6,18 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ask_fixtures import built_store
+from ask_fixtures import module_store
 
 from tracecli.query.ask import Asker
 
 CHAT = Path(__file__).parent / "fixtures" / "open_domain.json"
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, embedder: Any):
-    s = built_store(tmp_path_factory.mktemp("od") / "od.db", CHAT, embedder)
-    yield s
-    s.close()
+store = module_store(CHAT, "od")
 
 
 @pytest.fixture(scope="module")

@@ -243,3 +243,23 @@ def test_where_someone_is_from_is_not_revised_by_where_they_are_placed() -> None
     c = ev("c", 7, "the clinic")  # two placements of the same kind still revise each other
     assert len(implicit_edges([fr(b, "be in", "place", copular=True),
                                fr(c, "be at", "place", copular=True, novelty=True)], None)) == 1
+
+
+def _embed(table: dict[str, list[float]]):
+    import numpy as np
+
+    return lambda texts: np.array([table[t] for t in texts], dtype=float)
+
+
+def test_two_names_of_one_kind_of_thing_revise_by_value_similarity() -> None:
+    # "I need a new grip on the Babolat Pure Drive" … "the Wilson Blade is unreal": no shared key, but the two names
+    # are close in the embedding (a stand-in for MiniLM here); a name of another kind of thing is not
+    old, new, other = ev("a", 1, "Babolat Pure Drive"), ev("b", 5, "Wilson Blade"), ev("c", 3, "Leeds Library")
+    embed = _embed({"Babolat Pure Drive": [1.0, 0.1, 0.0], "Wilson Blade": [0.9, 0.2, 0.0], "Leeds Library": [0.0, 0.1, 1.0]})
+    frames = [fr(old, "grip on", "name"), fr(other, "be at", "org"), fr(new, "be unreal", "name")]
+    [edge] = implicit_edges(frames, embed)
+    assert (edge.src, edge.dst) == ("b", "a") and "value similarity" in edge.justification
+    # a place is close to its language and its people: never linked this way
+    lisbon, portuguese = ev("d", 1, "Lisbon"), ev("e", 5, "Portuguese")
+    embed = _embed({"Lisbon": [1.0, 0.0], "Portuguese": [0.95, 0.1]})
+    assert implicit_edges([fr(lisbon, "live in", "place"), fr(portuguese, "speak", "name")], embed) == []

@@ -42,6 +42,8 @@ def _roles(text: str, speaker: str = "Ines") -> list[tuple[str, str]]:
     ("night shift again, firefighter life", ("Ines", "firefighter")),
     ("tree surgeon, not gardener, for the tenth time", ("Ines", "tree surgeon")),
     ("I'm a dental nurse so I'm up at 7 anyway", ("Ines", "dental nurse")),
+    ("ugh, estate agent life is a treadmill", ("Ines", "estate agent")),  # a role WordNet knows as a compound
+    ("estate agent life is a treadmill", ("Ines", "estate agent")),  # … before its "life", the clause's subject
 ])
 def test_a_role_said_in_passing_is_a_frame(text: str, expected: tuple[str, str]):
     assert expected in _roles(text)
@@ -103,6 +105,15 @@ def _roles_in(text: str) -> list[tuple[str, str]]:
             if (f.key == "be" or f.key.endswith(" as")) and not f.hedged]
 
 
+def test_a_role_named_by_work_is_a_trade() -> None:
+    from tracecli.graph.lexicon import is_trade
+
+    for word in ("midwife", "pharmacy technician", "plumber", "estate agent", "teacher", "architect"):
+        assert is_trade(word), word
+    for word in ("zombie", "vegetarian", "genius", "mess", "table"):
+        assert not is_trade(word), word
+
+
 def test_which_questions_ask_for_a_role():
     for q in ("What does Ines do for a living?", "What is Ines's profession?", "What is Ines's job?",
               "What does Ines do for work?", "What kind of work does Ines do?"):
@@ -135,3 +146,18 @@ def test_a_number_said_in_passing_is_answerable(asker: Asker):
     # the locker sentence holds no verb frame of the usual kinds; it is still a statement the answer step reads
     res = asker.ask("What is Ines's locker number at the station?", store_answer=False)
     assert "31" in res.answer
+
+
+TRADE_CHAT = Path(__file__).parent / "fixtures" / "trade.json"
+
+
+def test_a_job_question_prefers_the_role_named_by_work(tmp_path: Path, embedder: Any) -> None:
+    # "I'm a zombie" is said as what Hamish is, like a job; "locksmith life", in a line opening with "can't" (a
+    # statement, not a question), names the work: WordNet files a locksmith under worker, a zombie under dead person
+    store = built_store(tmp_path / "trade.db", TRADE_CHAT, embedder)
+    try:
+        asker = Asker(store, embedder=embedder)
+        res = asker.ask("What does Hamish do for work?", store_answer=False)
+        assert res.answer == "locksmith" and res.source_refs[0].endswith("s1-m3")
+    finally:
+        store.close()

@@ -134,8 +134,33 @@ def question_after_statement(text: str) -> int | None:
         return None
     breaks = list(_LOWER_BREAK.finditer(line))
     if not breaks:
-        return None
+        return _own_news_asking(line)
     stated = line[: breaks[-1].start()]
     if "?" in stated or len(stated.split()) < 4 or _ASKING.match(stated):
         return None
     return breaks[-1].end()
+
+
+#: a line that opens with the speaker's own words ("I'm …", "my …", "we …")
+_OWN = re.compile(r"^\W*(?:i|i'm|i’m|i've|i’ve|i'll|i’ll|we|we're|we’re|we've|we’ve|my|our)\b", re.I)
+#: a word of the speaker's own anywhere in a line
+_OWN_WORD = re.compile(r"\b(?:i|i'm|i’m|i've|i’ve|me|my|we|we're|we’re|we've|we’ve|us|our)\b", re.I)
+#: the other person, whom a question is put to
+_YOU = re.compile(r"\b(?:you|your|u|ur)\b", re.I)
+
+
+def _own_news_asking(line: str) -> int | None:
+    """A line of the speaker's news that ends by asking, within one sentence: a statement and a short question after
+    its last comma ("I'm heading into town, want a coffee?" → the offset of "want"), or news told with surprise
+    ("they moved me from alto to second soprano??": the whole line is stated, its length is returned). None when the
+    line opens by asking, is not about the speaker, or is put to the other person."""
+    if _ASKING.match(line) or _YOU.match(line.lstrip(" \t\"'(")):
+        return None
+    cut = line.rfind(", ")
+    if cut > 0 and _OWN.match(line) and len(line[:cut].split()) >= 4 and len(line[cut + 2:].split()) <= 6 \
+            and "?" not in line[:cut]:
+        return cut + 2
+    if re.search(r"(?:\?\?|\?!|!\?)$", line) and len(line.split()) >= 6 and _OWN_WORD.search(line) \
+            and not _YOU.search(line):
+        return len(line)
+    return None

@@ -4,7 +4,7 @@ Two families:
 
 * **retraction** — a statement that an earlier value no longer holds: "quit /
   left / sold / dropped / cancelled / gave up X", "stopped going to X", "pulled out of X", "X is off / over /
-  cancelled",
+  cancelled", "done / finished with X",
   "X fell through", "X didn't work out", "X died / passed away", "X got adopted / stolen", "X cancelled on us",
   "let X lapse", "X closed down", "scratch / forget X", "no longer X", "not X anymore", "no more X";
 * **substitution** — an old and a new value in one construction: "from X to Y",
@@ -105,6 +105,13 @@ def _dep_patterns() -> dict[str, list[list[dict[str, Any]]]]:
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "on", "RIGHT_ATTRS": {"LOWER": "on", "DEP": "advmod"}},
                      {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "from", "RIGHT_ATTRS": {"LOWER": "from", "DEP": "prep"}},
                      {"LEFT_ID": "from", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj", **_NOUNISH}}),
+        ],
+        # "I'm done with Bayside", "finished with the gym", "through with giffgaff": a state of having ended
+        # something, with it as the object of "with"
+        "retract~done_with": [
+            _pattern({"RIGHT_ID": "verb", "RIGHT_ATTRS": {"LOWER": {"IN": ["done", "finished", "through"]}}},
+                     {"LEFT_ID": "verb", "REL_OP": ">", "RIGHT_ID": "with", "RIGHT_ATTRS": {"LOWER": "with", "DEP": "prep"}},
+                     {"LEFT_ID": "with", "REL_OP": ">", "RIGHT_ID": "old", "RIGHT_ATTRS": {"DEP": "pobj", **_NOUNISH}}),
         ],
         # phrasal verbs of leaving a post or a habit, each its own pattern (a name "retract~…" is read as "retract"):
         # "I've packed in five-a-side", "packed the darts in"
@@ -301,6 +308,20 @@ def _matchers() -> tuple[Any, Any]:
     return dep, tok
 
 
+def _named_thing(old: Any, prep: Any) -> bool:
+    """Is what someone is done with a thing one keeps and leaves (a name, "my physio", "the gym" said without a
+    time adjunct: "done with the dishes for today" finishes a task)? A bare common noun ("done with work") and a
+    plural of chores ("the dishes") are tasks."""
+    from tracecli.graph.frames import _lower_case_name
+
+    timed = any(t.ent_type_ in ("DATE", "TIME") for t in prep.head.subtree)
+    if timed:
+        return False
+    if old.pos_ == "PROPN" or _lower_case_name(old):
+        return True
+    return old.tag_ == "NN" and any(c.dep_ in ("det", "poss") for c in old.children)
+
+
 def find_constructions(sent: Any) -> list[Construction]:
     """The retraction / substitution constructions of one parsed sentence (a Span or Doc)."""
     doc = sent.doc if hasattr(sent, "doc") else sent
@@ -317,6 +338,8 @@ def find_constructions(sent: Any) -> list[Construction]:
         pattern = next(p for p in patterns[name] if len(p) == len(token_ids))
         ids = {node["RIGHT_ID"]: span_doc[i].i for node, i in zip(pattern, token_ids)}
         negated_end = name == "ended~not_work_out"
+        if name == "retract~done_with" and not _named_thing(span_doc[ids["old"]], span_doc[ids["with"]]):
+            continue  # "done with work for today", "finished with the dishes": a task finished, not a thing left
         name = name.split("~")[0]  # a variant pattern of a construction
         verb_tok = span_doc[ids["verb"]] if "verb" in ids else None
         if name == "retract" and verb_tok is not None:

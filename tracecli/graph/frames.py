@@ -72,6 +72,7 @@ class Frame:
     hedged: bool = False  # a possibility, not a statement: "might move to X", "if I join X", "thinking of X"
     named: bool = False  # a name said beside the noun it names: "my colleague Pilar" (key 'colleague')
     bare: bool = False  # a role said as a bare noun phrase, no verb and no subject: "tree surgeon here"
+    variant: tuple[str, str, str, bool] | None = None  # (head, kind, mark, marked): `tracecli.graph.variants`
 
     def as_json(self) -> dict[str, Any]:
         out = {"key": self.key, "type": self.vtype, "head": self.head, "novelty": self.novelty,
@@ -80,6 +81,8 @@ class Frame:
             out["named"] = True
         if self.bare:
             out["bare"] = True
+        if self.variant:
+            out["variant"] = list(self.variant)
         return out
 
 
@@ -746,7 +749,8 @@ def _role_frames(sent: Any, speaker: str, other: str | None, participants: Seque
     for tok in sent:
         if tok.pos_ not in ("NOUN", "ADJ", "PROPN") or tok.tag_ in ("NNS", "NNPS") \
                 or (tok.text[:1].isupper() and tok.i != sent.start) \
-                or not is_role(tok.lemma_ if tok.pos_ == "NOUN" else tok.lower_, adjective=tok.pos_ == "ADJ"):
+                or not (is_role(tok.lemma_ if tok.pos_ == "NOUN" else tok.lower_, adjective=tok.pos_ == "ADJ")
+                        or _compound_role(tok)):
             continue  # one role, a common noun: a plural is a group, a capitalised word mid-sentence a name
         held = _held_role(tok, speaker, other, participants)
         if held is not None:  # "eight years as a sommelier", "the life of a dental hygienist"
@@ -769,8 +773,9 @@ def _role_frames(sent: Any, speaker: str, other: str | None, participants: Seque
             obj = next((c for c in tok.children if c.dep_ in ("nsubj", "dobj")), None)  # the small clause's subject
             holder = resolve_person(obj, speaker, other, participants) if obj is not None else None
         elif tok.dep_ in ("compound", "amod"):
-            head = tok.head
-            if head.pos_ != "NOUN" or head.dep_ not in (*_BARE_NP_DEPS, "conj") or head.text[:1].isupper() \
+            head = tok.head  # (a role's "life" is the speaker's wherever it stands: "estate agent life is a joy")
+            if head.pos_ != "NOUN" or (head.dep_ not in (*_BARE_NP_DEPS, "conj") and head.lemma_ != "life") \
+                    or head.text[:1].isupper() \
                     or any(c.dep_ in ("det", "poss") for c in head.children):
                 continue  # (before a capitalised word, a title: "PROFESSOR TEVITA")
         elif tok.dep_ not in _BARE_NP_DEPS or tok.pos_ != "NOUN":
@@ -782,6 +787,14 @@ def _role_frames(sent: Any, speaker: str, other: str | None, participants: Seque
             out.append(replace(_role_span(f, tok, sent), bare=tok.dep_ in _BARE_NP_DEPS))
     # a role word inside a longer role ("freelance" in "freelance electrician") is not a role of its own
     return [f for f in out if not any(set(f.value_tokens) < set(g.value_tokens) for g in out)]
+
+
+def _compound_role(tok: Any) -> bool:
+    """A role WordNet knows only as a compound with the noun before it ("estate agent", not "agent")."""
+    from tracecli.graph.lexicon import is_role
+
+    before = next((c for c in tok.children if c.dep_ == "compound" and c.i == tok.i - 1 and c.pos_ == "NOUN"), None)
+    return tok.pos_ == "NOUN" and before is not None and is_role(f"{before.lower_} {tok.lemma_}")
 
 
 def _is_role_word(tok: Any) -> bool:
@@ -921,7 +934,14 @@ def _placed_value(prep: Any, pobj: Any) -> bool:
     plural after "on", the rota or regimen one is on ("I'm on deliveries now")? A bare noun is a state or an idiom ("in
     love", "at work", "on holiday", "in bits")."""
     return pobj.pos_ == "PROPN" or any(g.dep_ in ("det", "poss") for g in pobj.children) \
-        or (prep.lower_ == "on" and pobj.tag_ == "NNS")
+        or (prep.lower_ == "on" and pobj.tag_ == "NNS") or _lower_case_name(pobj)
+
+
+def _lower_case_name(tok: Any) -> bool:
+    """A bare noun no dictionary knows, written in lower case: a brand or a name ("I'm on giffgaff now")."""
+    from tracecli.graph.lexicon import is_unknown
+
+    return tok.pos_ == "NOUN" and tok.text.islower() and is_unknown(tok.text) and is_unknown(tok.lemma_ or tok.text)
 
 
 def _placed_frames(verb: Any, subj: Any, sent: Any, speaker: str, other: str | None,
@@ -942,6 +962,8 @@ def _placed_frames(verb: Any, subj: Any, sent: Any, speaker: str, other: str | N
             continue
         f = _frame(person, f"be {c.lower_}", pobj, sent, verb=verb, copular=True)
         if f is not None:
+            if f.vtype == "thing" and _lower_case_name(pobj):
+                f.vtype = "name"
             out.append(f)
     return out
 
@@ -1045,12 +1067,27 @@ def statement_subject(sent: Any, speaker: str, other: str | None, participants: 
     return None, "other"
 
 
+def _leading_fragment(sent: Any) -> Any | None:
+    """The verbless phrase a line opens with, up to its first "!", "," or "." ("alto! since I was little …",
+    "Barclays, sadly"): one to four words, one of them a noun, a name or a number."""
+    end = next((t.i for t in sent if t.is_punct and t.text[:1] in "!,.;"), None)
+    if end is None or not 1 <= end - sent.start <= 4:
+        return None
+    lead = sent.doc[sent.start:end]
+    if any(t.pos_ in ("VERB", "AUX", "PRON") for t in lead) or not any(t.pos_ in ("NOUN", "PROPN", "NUM") for t in lead):
+        return None
+    return lead
+
+
 def reply_frame(sent: Any, question: Any, speaker: str) -> Frame | None:
     """A verbless answer to the other person's question ('how are you getting in now?' — 'the 182 bus for now')
     states the question's predicate with the fragment as its value."""
     if any(t.pos_ in ("VERB", "AUX") for t in sent):
-        return None
-    root = next((t for t in sent if t.dep_ == "ROOT"), None)
+        lead = _leading_fragment(sent)
+        if lead is None:
+            return None
+        sent = lead  # "alto! since I was little …": the answer comes first, then what the speaker adds
+    root = next((t for t in sent if t.dep_ == "ROOT" or not (sent.start <= t.head.i < sent.end)), None)
     if root is None or root.pos_ not in ("NOUN", "PROPN", "NUM", "ADJ") or root.lower_ in CHAT_INTERJECTIONS:
         return None
     verb = next((t for t in question if t.dep_ == "ROOT" and t.pos_ in ("VERB", "AUX")), None)
@@ -1083,9 +1120,11 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
     if _is_question(sent):
         return events
     frames = read_frames(sent, speaker, other, participants, earlier)
-    if question is not None and not frames:
+    if question is not None:
         reply = reply_frame(sent, question, speaker)
-        frames = [reply] if reply is not None else []
+        if reply is not None and not any(set(reply.value_tokens) & set(f.value_tokens) for f in frames):
+            frames = [reply, *frames]
+    _mark_variants(sent, speaker, other, participants, frames)
     cons: list[dict[str, str]] = []
     doc = sent.doc if hasattr(sent, "doc") else sent
     for c in find_constructions(sent):
@@ -1127,7 +1166,7 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
     for i, f in enumerate(frames):
         if i in used:
             continue
-        if plain:
+        if plain and not _variant_only(f):
             ev = plain.pop(0)
             ev.value, ev.negated = f.value, f.negated
             ev.value_norm = ("not:" if f.negated else "") + normalise_value(f.value)
@@ -1147,6 +1186,32 @@ def attach_frames(sent: Any, speaker: str, other: str | None, participants: Sequ
             events.append(host)
         host.frame = dict(host.frame or {}, constructions=cons)
     return events
+
+
+def _variant_only(f: Frame) -> bool:
+    """A frame `_mark_variants` made for a variant no other frame holds: an event of its own, beside the sentence's
+    plain event (which the answer step reads as the whole sentence)."""
+    return f.variant is not None and f.key == f.variant[0] and f.copular and not f.verb
+
+
+def _mark_variants(sent: Any, speaker: str, other: str | None, participants: Sequence[str], frames: list[Frame]) -> None:
+    """Give each frame whose value is a variant (`tracecli.graph.variants`: "the 4am shift", "my brown belt") its
+    (head, kind, mark, marked); a variant no frame holds becomes a frame of its own, keyed by its head ("shift" is
+    "4am shift"), so that a later one with another mark revises it."""
+    from tracecli.graph.variants import read_variants
+
+    for v in read_variants(sent, speaker, other, participants):
+        host = next((f for f in frames if v.head_i in f.value_tokens and f.subject == v.subject), None)
+        if host is not None:
+            host.variant = (v.head, v.kind, v.mark, v.marked)
+            continue
+        doc, base = sent.doc, sent.start_char
+        first, last = doc[v.tokens[0]], doc[v.tokens[-1]]
+        toks = [doc[i] for i in v.tokens]
+        frames.append(Frame(subject=v.subject, key=v.head, value=v.text, head=v.head,
+                            vtype=value_type(toks, v.text), copular=True,
+                            start=first.idx - base, end=last.idx + len(last.text) - base, value_tokens=v.tokens,
+                            variant=(v.head, v.kind, v.mark, v.marked)))
 
 
 def _someone_elses_change(doc: Any, c: Any, speaker: str, other: str | None, participants: Sequence[str]) -> bool:

@@ -276,6 +276,36 @@ def names_place(noun: str) -> bool:
     return bool(senses) and (senses[0] in kinds or bool(kinds & _ancestors(senses[0], up)))
 
 
+@lru_cache(maxsize=4096)
+def is_unit(noun: str) -> bool:
+    """Does the noun (a lemma) name a unit of measurement in one of its two most frequent senses ("lb", "mile", "kg",
+    "minute")? A number before it is a measure ("8 lbs"), not a count of things held."""
+    index, up = _hypernyms()
+    units = set(index.get("unit of measurement", ())[:1])
+    return bool(units) and any(o in units or units & _ancestors(o, up) for o in index.get(noun.strip().lower(), ())[:2])
+
+
+#: WordNet nouns whose first sense a person who works at a trade is a kind of ("nurse" a professional, "plumber" a
+#: worker, "physiotherapist" an expert, "estate agent" a businessperson, "architect" a creator, "dancer" a performer)
+_TRADE_KINDS = ("worker", "professional", "expert", "businessperson", "creator", "performer", "employee", "scientist",
+                "engineer")
+
+
+@lru_cache(maxsize=4096)
+def is_trade(noun: str) -> bool:
+    """Does the role noun (a lemma or a phrase: WordNet's compound when it has one, else its head) name a person by
+    the work they do, in its most frequent sense ("pharmacy technician", "midwife")? Not a role of another kind
+    ("zombie", "vegetarian", "brave"). `_TRADE_KINDS`, or what is under them."""
+    index, up = _hypernyms()
+    words = noun.strip().lower().split()
+    kinds = {o for k in _TRADE_KINDS for o in index.get(k, ())}
+    for n in range(len(words), 0, -1):
+        senses = index.get(" ".join(words[-n:]))
+        if senses:
+            return senses[0] in kinds or bool(kinds & _ancestors(senses[0], up))
+    return False
+
+
 def _depth_path(offset: str, up: Mapping[str, tuple[str, ...]]) -> list[str]:
     """The synset's chain to the root along first hypernyms (its depth is the chain's length)."""
     chain, seen = [offset], {offset}
@@ -334,6 +364,14 @@ def answer_class(noun: str, *, place: bool = True) -> str | None:
 def is_colour(word: str) -> bool:
     """Does any WordNet sense of the word (a lemma) name a colour ('navy', 'copper', 'sage green')?"""
     return word.strip().lower() in _classes().colours
+
+
+def is_unknown(word: str) -> bool:
+    """Is the word (lower case) an alphabetic word of three letters or more that WordNet knows as no noun, verb or
+    adjective ("giffgaff", "monzo")? Said where a thing is expected, such a word is a name written in lower case."""
+    w = word.strip().lower()
+    classes = _classes()
+    return len(w) >= 3 and w.isalpha() and w not in _nouns() and w not in classes.verbs and w not in classes.adjectives
 
 
 def is_verb(word: str) -> bool:

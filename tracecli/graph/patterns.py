@@ -212,7 +212,7 @@ RETRACTIONS = [
 ]
 
 _QUESTION_START = re.compile(
-    r"^(?:who|what|when|where|why|how|which|whose|did|do|does|are|is|was|were|have|has|can|could|will|would|should|shall|may|any|anything)\b",
+    r"^(?:who|what|when|where|why|how|which|whose|did|do|does|are|is|was|were|have|has|can|could|will|would|should|shall|may|any|anything)\b(?!['’]t)",  # ("can't, …" states: a negative contraction)
     re.I,
 )
 _SMALLTALK = re.compile(

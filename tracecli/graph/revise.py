@@ -23,6 +23,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from functools import lru_cache
 
 import numpy as np
@@ -37,6 +38,14 @@ FUNCTIONAL_PREPS = frozenset({"in", "at", "as", "for", "to", "with", "on", "into
 SINGLE_TYPES = PROPER_TYPES | {"date", "number", "code"}
 #: cosine between value-masked statements above which two different keys state the same fact
 KEY_SIMILARITY = 0.6
+#: value types of a name of a thing (an organisation, a product): two such values of one person may be one fact's
+#: (a place is close to its language and its people in MiniLM space: "Lisbon" ~ "Portuguese")
+NAMED_TYPES = frozenset({"org", "name"})
+#: cosine between two named values of one person above which they are values of one fact (on the gold records of
+#: the dev sets, 0.25 of the successive values of one fact and 0.002 of two values of different facts reach 0.5)
+VALUE_SIMILARITY = 0.5
+#: a value-similarity match never outranks a same-key one (1.0)
+VALUE_SIMILARITY_CAP = 0.99
 #: content words an "it's Y now" message must share with an earlier statement to restate its topic
 ANAPHORA_SHARED = 2
 
@@ -57,6 +66,7 @@ class FrameRec:
     hedged: bool = False
     named: bool = False  # a name said beside the noun it names ("my colleague Pilar")
     bare: bool = False  # a role said as a bare noun phrase ("nice coach, very patient")
+    variant: tuple[Any, ...] | None = None  # (head, kind, mark, marked) of a variant ("the 4am shift"; `variants`)
     constructions: list[dict[str, str]] = field(default_factory=list)
 
     @property
@@ -147,7 +157,9 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
                     names = [w for w in re.findall(r"[\w'’-]+", old_text) if w[:1].isupper() and len(w) > 2]
                     patterns = [[old_text]] + ([names] if names and len(names) < len(old_text.split()) else [])
                     for pattern in patterns:
-                        said = re.compile("".join(rf"(?=.*(?<![\w'’]){re.escape(w)}(?![\w'’]))" for w in pattern))
+                        # (in any case: chat writes names in lower case too, "tuesdays at the library")
+                        said = re.compile("".join(rf"(?=.*(?<![\w'’]){re.escape(w)}(?![\w'’]))" for w in pattern),
+                                          re.IGNORECASE)
                         target = next((e for e in reversed(before) if e.speaker == f.ev.subject
                                        and said.match(e.quote)), None)
                         if target is not None:
@@ -252,33 +264,20 @@ def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None,
     ordered = sorted((f for f in frames if not f.ev.negated and not f.hedged and f.key != "retract" and not f.named),
                      key=lambda f: f.ev.order)
     sims = _key_similarity(ordered, embed)
+    values = _value_vectors(ordered, embed)
     earlier = _EarlierFrames()
     edges: list[EdgeRec] = []
     for new in ordered:
         if since is not None and new.ev.order < since:
             earlier.add(new)
             continue
-        best: tuple[float, FrameRec] | None = None
+        best: tuple[float, FrameRec, str] | None = None
         for old in earlier.candidates(new):
             if old.ev.subject != new.ev.subject or old.ev.seq == new.ev.seq:
                 continue
-            if not _compatible_types(old.vtype, new.vtype) or same_value(_norm(old.ev.value), _norm(new.ev.value)):
-                continue
-            if (old.key == "be" or new.key == "be") and not _role_succession(old, new):
-                continue  # "I'm a nurse", "I'm tired": descriptions hold many values at once
-            if _same_key(old, new):
-                if not _functional(old) and not (new.novelty and old.vtype == new.vtype):
-                    continue
-                score = 1.0
-            elif (new.verb in CHANGE_VERBS and _functional(old) and old.verb not in CHANGE_VERBS
-                  and new.vtype in SINGLE_TYPES and old.vtype == new.vtype):
-                score = sims.get((old.masked, new.masked), 0.0)
-                if score < KEY_SIMILARITY:
-                    continue
-            else:
-                continue
-            if best is None or (score, old.ev.order) >= (best[0], best[1].ev.order):
-                best = (score, old)
+            found = _revision_score(old, new, sims, values)
+            if found is not None and (best is None or (found[0], old.ev.order) >= (best[0], best[1].ev.order)):
+                best = (found[0], old, found[1])
         earlier.add(new)
         if best is None:
             continue
@@ -286,8 +285,61 @@ def implicit_edges(frames: Sequence[FrameRec], embed: Embed | None,
         conf = 0.85 if new.novelty or new.verb in CHANGE_VERBS else 0.75
         edges.append(EdgeRec(new.ev.id, old.ev.id, "updates", conf,
                              f"{new.ev.subject}'s {new.key}: '{new.ev.value}' replaces '{old.ev.value}' "
-                             f"(found by implicit: {'same key' if best[0] == 1.0 else f'key similarity {best[0]:.2f}'})"))
+                             f"(found by implicit: {best[2]})"))
     return edges
+
+
+def _revision_score(old: FrameRec, new: FrameRec, sims: Mapping[tuple[str, str], float],
+                    values: Mapping[str, np.ndarray]) -> tuple[float, str] | None:
+    """How surely a later frame of the same subject revises an earlier one, and by which test; None when it does not."""
+    if _same_variant(old, new):
+        if old.variant[2] == new.variant[2] or new.variant[3:4] == (False,):
+            return None  # the same mark again, or a later variant said in passing ("episode 12 is up")
+        return 1.0, f"the same {new.variant[0]}, another {new.variant[1]}"
+    if old.variant and new.variant and old.variant[0] == new.variant[0]:
+        return None  # "two hives" … "white hives": another kind of mark says something else of them
+    if not _compatible_types(old.vtype, new.vtype) or same_value(_norm(old.ev.value), _norm(new.ev.value)):
+        return None
+    if (old.key == "be" or new.key == "be") and not _role_succession(old, new):
+        return None  # "I'm a nurse", "I'm tired": descriptions hold many values at once
+    if _same_key(old, new):
+        if not _functional(old) and not (new.novelty and old.vtype == new.vtype):
+            return None
+        return 1.0, "same key"
+    if (new.verb in CHANGE_VERBS and _functional(old) and old.verb not in CHANGE_VERBS
+            and new.vtype in SINGLE_TYPES and old.vtype == new.vtype):
+        score = sims.get((old.masked, new.masked), 0.0)
+        return (score, f"key similarity {score:.2f}") if score >= KEY_SIMILARITY else None
+    if _named_value(old) and _named_value(new) and old.vtype == new.vtype and old.ev.value in values \
+            and new.ev.value in values:
+        # two names of the same kind of thing, the later said after the earlier ("the Babolat" … "the Wilson
+        # Blade is unreal"): MiniLM puts names of one kind of thing close together
+        score = min(float(values[old.ev.value] @ values[new.ev.value]), VALUE_SIMILARITY_CAP)
+        return (score, f"value similarity {score:.2f}") if score >= VALUE_SIMILARITY else None
+    return None
+
+
+def _named_value(f: FrameRec) -> bool:
+    """A frame whose value is a name of a thing held or used (not a description, an "it's … now", a person or a
+    name said beside its noun)."""
+    return f.vtype in NAMED_TYPES and f.key not in ("be", "it", "retract") and not f.named
+
+
+def _value_vectors(frames: Sequence[FrameRec], embed: Embed | None) -> dict[str, np.ndarray]:
+    """The unit MiniLM vector of each named value (`_named_value`), for the value-similarity test."""
+    if embed is None:
+        return {}
+    texts = sorted({f.ev.value for f in frames if f.ev.value and _named_value(f)})
+    if len(texts) < 2:
+        return {}
+    vecs = embed(texts)
+    vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+    return dict(zip(texts, vecs))
+
+
+def _same_variant(old: FrameRec, new: FrameRec) -> bool:
+    """Are both frames variants of the same head and kind ("two hives" … "three hives"; `tracecli.graph.variants`)?"""
+    return bool(old.variant and new.variant and old.variant[:2] == new.variant[:2])
 
 
 def _role_succession(old: FrameRec, new: FrameRec) -> bool:
@@ -306,8 +358,9 @@ class _EarlierFrames:
     """The frames seen so far, filed so that `implicit_edges` visits only those that can pass its key test.
 
     An earlier frame can revise a new one only with the same subject and either `_same_key` (the same key,
-    or two copular keys with the same head) or, for a change verb of a single-value type, a functional key
-    of the same type without a change verb. Comparing every pair instead made an incremental build-graph
+    or two copular keys with the same head), or, for a change verb of a single-value type, a functional key
+    of the same type without a change verb, or a variant of the same head and kind, or when both are named
+    values (`_revision_score`). Comparing every pair instead made an incremental build-graph
     on a 10K-message conversation quadratic (50 s). The candidates come in the order they were added, and
     the caller still applies its whole test to each, so the edges are exactly those of the pairwise scan.
     """
@@ -325,6 +378,10 @@ class _EarlierFrames:
             self.index[("head", subject, _key_head(f.key))].append(n)
         if _functional(f) and f.verb not in CHANGE_VERBS:
             self.index[("plain", subject, f.vtype)].append(n)
+        if f.variant:
+            self.index[("variant", subject, *f.variant[:2])].append(n)
+        if _named_value(f):
+            self.index[("named", subject, "")].append(n)
 
     def candidates(self, new: FrameRec) -> list[FrameRec]:
         subject = new.ev.subject
@@ -333,6 +390,10 @@ class _EarlierFrames:
             found.update(self.index.get(("head", subject, _key_head(new.key)), ()))
         if new.verb in CHANGE_VERBS and new.vtype in SINGLE_TYPES:
             found.update(self.index.get(("plain", subject, new.vtype), ()))
+        if new.variant:
+            found.update(self.index.get(("variant", subject, *new.variant[:2]), ()))
+        if _named_value(new):
+            found.update(self.index.get(("named", subject, ""), ()))
         return [self.frames[n] for n in sorted(found)]
 
 
@@ -433,7 +494,7 @@ def frame_recs(events: Sequence[EventRec]) -> list[FrameRec]:
         out.append(FrameRec(ev=ev, key=f.get("key", ""), vtype=f.get("type", "thing"), head=f.get("head", ""),
                             novelty=bool(f.get("novelty")), copular=bool(f.get("copular")), verb=f.get("verb", ""),
                             hedged=bool(f.get("hedged")) or f.get("key") == "it", named=bool(f.get("named")),
-                            bare=bool(f.get("bare")),
+                            bare=bool(f.get("bare")), variant=tuple(f["variant"]) if f.get("variant") else None,
                             constructions=list(f.get("constructions", []))))
     return out
 

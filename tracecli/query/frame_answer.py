@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from tracecli.graph.frames import ORIGIN_KEY, PROPER_TYPES
-from tracecli.graph.lexicon import is_kind_of
+from tracecli.graph.lexicon import is_kind_of, is_trade
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.shape import QueryShape, asks_before
 from tracecli.text import content_words
@@ -255,6 +255,8 @@ TOP_CANDIDATES = 12
 VALUE_FIT = 0.3
 #: candidates within this score of the best that state the same kind of fact are rival versions of it
 RIVAL_MARGIN = 0.12
+#: what a role named by its work (`tracecli.graph.lexicon.is_trade`) adds to its score when a job is asked
+TRADE_BONUS = 0.15
 #: a rival in other words must be this close to the winner on sentence, message and value similarity alone
 CONTENT_MARGIN = 0.05
 
@@ -324,6 +326,12 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             # names its kind ("night desk now" answers "Which desk …?")
         if (people and ev.subject not in people) or ev.negated:
             continue
+        variant = frame.get("variant")
+        if variant and frame.get("key") == variant[0] and not (
+                variant[0] == noun or (noun in (None, "number") and variant[0] in qwords)):
+            continue  # a thing read only for its number or colour ("the 6am shift", `tracecli.graph.variants`)
+            # answers only a question that asks for that thing ("Which shift …", "How many hives …", "Which locker
+            # number …"), not one that names it beside what it asks ("Which board game …", "What shift pattern …")
         if as_of is not None and ev.time_anchor and ev.time_anchor > as_of:
             continue
         if wanted is not None and frame.get("type", "thing") not in wanted:
@@ -391,6 +399,9 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             # sentence fallback's job, which reads the whole sentence); and a question that names the kind it
             # wants ("What phone …?") is not answered by a value of another kind that shares its verb ("use")
         c.score = 0.3 * c.key_hit + 0.15 * c.noun_hit + 0.2 * c.sim + 0.35 * c.rel + 0.2 * c.fit
+        if role and holds_role(c.frame) and (is_trade(str(c.frame.get("head", ""))) or is_trade(c.ev.value or "")):
+            c.score += TRADE_BONUS  # a job asked: a person named by their work ("pharmacy technician"), not by
+            # another role ("I'm a zombie", "I'm vegetarian")
         if novelty_bonus and c.frame.get("novelty") and shape.wants_current and as_of is None \
                 and not asks_past(question):
             c.score += novelty_bonus
