@@ -312,12 +312,12 @@ def _named_thing(old: Any, prep: Any) -> bool:
     """Is what someone is done with a thing one keeps and leaves (a name, "my physio", "the gym" said without a
     time adjunct: "done with the dishes for today" finishes a task)? A bare common noun ("done with work") and a
     plural of chores ("the dishes") are tasks."""
-    from tracecli.graph.frames import _lower_case_name
+    from tracecli.graph.frames import lower_case_name
 
     timed = any(t.ent_type_ in ("DATE", "TIME") for t in prep.head.subtree)
     if timed:
         return False
-    if old.pos_ == "PROPN" or _lower_case_name(old):
+    if old.pos_ == "PROPN" or lower_case_name(old):
         return True
     return old.tag_ == "NN" and any(c.dep_ in ("det", "poss") for c in old.children)
 

@@ -145,10 +145,10 @@ def _span_tokens(head: Any, keep_det: bool = False) -> list[Any]:
         if run[-1].i == head.i:
             break
         run = run[:-1]
-    return _whole_words(run)
+    return whole_words(run)
 
 
-def _whole_words(run: list[Any]) -> list[Any]:
+def whole_words(run: list[Any]) -> list[Any]:
     """`run` grown over hyphens that glue it to its neighbours ("self-build", "part-time", "co-op"): the parser
     may split a hyphenated word into sibling tokens, but a value is never part of a written word."""
     if not run:
@@ -197,7 +197,7 @@ def value_type(tokens: Sequence[Any], text: str) -> str:
     return "thing"
 
 
-def _negated(verb: Any) -> bool:
+def clause_negated(verb: Any) -> bool:
     for c in verb.children:
         if c.dep_ == "neg":
             return True
@@ -223,7 +223,7 @@ def _novel(verb: Any, value_toks: Sequence[Any]) -> bool:
     return any(t.lower_ in NOVELTY_WORDS and t.dep_ == "amod" for t in value_toks)
 
 
-def _subject_of_clause(verb: Any) -> Any | None:
+def subject_of_clause(verb: Any) -> Any | None:
     """The clause's subject token: its own nsubj, or the one it shares with the verb it is conjoined to / carried by.
     Of two subjects the parser hangs on one verb, the nearer: chat opens with a topic and no verb of its own
     ("rehearsal tonight, I'm bringing the oboe")."""
@@ -355,7 +355,7 @@ def _frame(subject: str, key: str, head_tok: Any, sent: Any, *, verb: Any | None
         and sent.text[start - 1] in _QUOTES and sent.text[end] in _QUOTES
     return Frame(subject=subject, key=key, value=text, head=(head_tok.lemma_ or head_tok.text).lower(), vtype=value_type(toks, text),
                  hedged=quoted or (verb is not None and is_hedged(verb)),
-                 negated=_negated(verb) if verb is not None else False,
+                 negated=clause_negated(verb) if verb is not None else False,
                  novelty=_novel(verb, toks) if verb is not None else any(t.lower_ in NOVELTY_WORDS for t in sent),
                  copular=copular, past=past, verb=(verb.lemma_.lower() if verb is not None and not copular else ""),
                  start=start, end=end, value_tokens=tuple(t.i for t in toks))
@@ -498,7 +498,7 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
         if tok.dep_ in ("aux", "auxpass"):
             continue
         lemma = (tok.lemma_ or tok.text).lower()
-        subj_tok = _subject_of_clause(tok)
+        subj_tok = subject_of_clause(tok)
         if lemma in NAMING_VERBS and tok.tag_ == "VBN":
             frames.extend(_naming_frames(tok, subj_tok, sent, speaker, other, participants))
             continue
@@ -675,7 +675,7 @@ def _placed_object_frames(verb: Any, speaker: str, other: str | None, participan
     an inhaler" — the object's fact, keyed by the verb and its preposition."""
     obj = next((c for c in verb.children if c.dep_ == "dobj"), None)
     person = resolve_person(obj, speaker, other, participants) if obj is not None else None
-    if person is None or _negated(verb):
+    if person is None or clause_negated(verb):
         return []
     out: list[Frame] = []
     for c in verb.children:
@@ -816,7 +816,7 @@ def _held_role(tok: Any, speaker: str, other: str | None, participants: Sequence
 
     if tok.dep_ == "attr" and tok.head.lemma_ == "be" and tok.head.tag_ == "VBG" \
             and not any(c.dep_ in ("nsubj", "nsubjpass") for c in tok.head.children):
-        return "" if _negated(tok.head) else speaker  # "being a sound engineer in april is …" (the role alone)
+        return "" if clause_negated(tok.head) else speaker  # "being a sound engineer in april is …" (the role alone)
     if tok.dep_ == "conj" and tok.head.dep_ in ("attr", "acomp") and tok.head.head.lemma_ == "be":
         subj = next((c for c in tok.head.head.children if c.dep_ == "nsubj"), None)
         return speaker if subj is not None and resolve_person(subj, speaker, other, participants) == speaker else None
@@ -934,10 +934,10 @@ def _placed_value(prep: Any, pobj: Any) -> bool:
     plural after "on", the rota or regimen one is on ("I'm on deliveries now")? A bare noun is a state or an idiom ("in
     love", "at work", "on holiday", "in bits")."""
     return pobj.pos_ == "PROPN" or any(g.dep_ in ("det", "poss") for g in pobj.children) \
-        or (prep.lower_ == "on" and pobj.tag_ == "NNS") or _lower_case_name(pobj)
+        or (prep.lower_ == "on" and pobj.tag_ == "NNS") or lower_case_name(pobj)
 
 
-def _lower_case_name(tok: Any) -> bool:
+def lower_case_name(tok: Any) -> bool:
     """A bare noun no dictionary knows, written in lower case: a brand or a name ("I'm on giffgaff now")."""
     from tracecli.graph.lexicon import is_unknown
 
@@ -962,7 +962,7 @@ def _placed_frames(verb: Any, subj: Any, sent: Any, speaker: str, other: str | N
             continue
         f = _frame(person, f"be {c.lower_}", pobj, sent, verb=verb, copular=True)
         if f is not None:
-            if f.vtype == "thing" and _lower_case_name(pobj):
+            if f.vtype == "thing" and lower_case_name(pobj):
                 f.vtype = "name"
             out.append(f)
     return out
@@ -1000,7 +1000,7 @@ def foreign_clause(sent: Any, value: str, speaker: str, other: str | None, parti
         return False
     if is_hedged(verb):
         return True
-    subj = _subject_of_clause(verb)
+    subj = subject_of_clause(verb)
     if subj is None or start <= subj.i < start + len(words):
         return False  # no subject, or the value is the subject ("York is home now")
     if subj.lower_ in PERSON_NOUNS or (subj.lemma_ or "").lower() in PERSON_NOUNS:
@@ -1044,7 +1044,7 @@ def statement_subject(sent: Any, speaker: str, other: str | None, participants: 
         verb = next((t for t in sent if t.dep_ == "ROOT"), None)
     if verb is None:
         return None, "none"
-    subj = _subject_of_clause(verb) if verb.pos_ in ("VERB", "AUX") else None
+    subj = subject_of_clause(verb) if verb.pos_ in ("VERB", "AUX") else None
     if subj is None:
         if verb.pos_ in ("VERB", "AUX") and _dropped_subject(verb):
             return speaker, "dropped"
@@ -1225,7 +1225,7 @@ def _someone_elses_change(doc: Any, c: Any, speaker: str, other: str | None, par
     if c.verb is None:
         return False
     verb = doc[c.verb]
-    subj = _subject_of_clause(verb)
+    subj = subject_of_clause(verb)
     if subj is None or subj.i == c.old:
         return False
     who = resolve_person(subj, speaker, other, participants)

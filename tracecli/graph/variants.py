@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracecli.graph.frames import (NOVELTY_WORDS, _negated, _subject_of_clause, _whole_words, asked_part, is_hedged,
-                                   resolve_person)
+from tracecli.graph.frames import (NOVELTY_WORDS, asked_part, clause_negated, is_hedged, resolve_person, subject_of_clause,
+                                   whole_words)
 
 #: entity labels whose head noun is a measure, not a thing held ("5 miles", "£10 a month", "40%", "9pm"); a date is
 #: one when its head is a time noun ("six weeks"), not when the tagger reads a level as one ("Grade 5")
@@ -101,9 +101,9 @@ def _owner(head: Any, speaker: str, other: str | None, participants: Sequence[st
     verb = head
     while verb.pos_ not in ("VERB", "AUX") and verb.head.i != verb.i:
         verb = verb.head
-    if verb.pos_ not in ("VERB", "AUX") or _negated(verb) or is_hedged(verb):
+    if verb.pos_ not in ("VERB", "AUX") or clause_negated(verb) or is_hedged(verb):
         return None if verb.pos_ in ("VERB", "AUX") else speaker
-    subj = _subject_of_clause(verb)
+    subj = subject_of_clause(verb)
     if subj is None or subj.i == head.i or head.i in {t.i for t in subj.subtree}:
         return speaker
     who = resolve_person(subj, speaker, other, participants)
@@ -148,7 +148,7 @@ def read_variants(sent: Any, speaker: str, other: str | None, participants: Sequ
         owner = _owner(tok, speaker, other, participants)
         if owner is None:
             continue
-        run = _whole_words([t for t in sent if min(m.i for m in marks + [tok]) <= t.i <= max(m.i for m in marks + [tok])])
+        run = whole_words([t for t in sent if min(m.i for m in marks + [tok]) <= t.i <= max(m.i for m in marks + [tok])])
         if not run:
             continue
         text = sent.doc[run[0].i: run[-1].i + 1].text
