@@ -131,3 +131,62 @@ def test_an_event_clause_scopes_the_question_to_that_event(question: str, wh: st
     assert dated.event_clause == "her car failed its MOT" and dated.back_when is None  # the date given wins
     assert shape_of("When did Noor move?", NAMES, None).back_when is None
     assert shape_of("When did Noor move, roughly?", NAMES, None).wh == "when"
+
+
+@pytest.mark.parametrize(("question", "labels"), [
+    ("What's the combination on Noor's padlock?", ("CODE",)),  # a combination is a sequence
+    ("What is the code for Noor's locker?", ("CODE",)),
+    ("What is the number plate on Noor's van?", ("CODE",)),  # the noun before the asked one names it
+    ("What number does Noor wear on her shirt?", ("CODE",)),
+])
+def test_codes_are_asked_types(question: str, labels: tuple | None) -> None:
+    assert asked_labels(shape_of(question, NAMES, None), question) == labels
+
+
+def test_a_code_is_read_out_of_its_sentence_but_not_a_year_a_measure_or_an_amount() -> None:
+    lock = _ev("l", 2, "rode 14 miles in 20 minutes, 2019 money, £35 lock, combo is 7-2-9-1 so remind me")
+    assert _answer("What's the combination on Noor's bike lock?", lock) == "7-2-9-1"
+    plate = _ev("p", 2, "picked up the van today, plate is LM63 RTA, white and huge")
+    assert _answer("What is the number plate on Noor's van?", plate) == "LM63 RTA"
+
+
+def test_a_facet_without_a_code_does_not_answer_a_question_for_one() -> None:
+    job = _ev("j", 1, "I work at the sorting office", value="the sorting office", frame={"key": "work at", "type": "place"})
+    job.facet = "employer"
+    code = _ev("c", 2, "the locker at work opens with 5830, if I ever lose my keys")
+    assert _answer("What is the code for Noor's locker at work?", job, code) == "5830"
+
+
+def test_doing_something_for_a_living_asks_for_a_job_not_a_home() -> None:
+    from tracecli.graph.facets import question_facets
+
+    assert "residence" not in question_facets("What does Noor do for a living?")
+    assert question_facets("Where is Noor living now?")[0] == "residence"
+
+
+@pytest.mark.parametrize(("noun", "dwelling", "span"), [
+    ("flat", True, False),  # British English's apartment is only the word's seventh sense
+    ("cottage", True, False), ("office", False, False),
+    ("hour", False, True), ("shift", False, True), ("appointment", False, False),
+])
+def test_homes_and_spans_of_time_come_from_wordnet(noun: str, dwelling: bool, span: bool) -> None:
+    from tracecli.graph.lexicon import is_dwelling, is_time_span
+
+    assert (is_dwelling(noun), is_time_span(noun)) == (dwelling, span)
+
+
+def test_a_line_naming_the_other_speaker_names_no_relative() -> None:
+    sorry = _ev("s", 3, "Aisha I'm so sorry, that sounds awful", subject="Aisha")  # the entity reader knows the name
+    sorry.speaker = "Aisha"
+    kid = _ev("k", 2, "Maya says good luck btw, she's drawing you a dragon")
+    kid.speaker = "Noor"
+    said = _answer("What is the name of Noor's daughter?", sorry, kid)
+    assert "Maya" in said and "Aisha" not in said
+
+
+def test_a_noun_near_wordnets_root_names_no_kind_to_refuse_a_value_by() -> None:
+    from tracecli.graph.lexicon import names_kind
+
+    assert names_kind("instrument") and not names_kind("part")
+    alto = _ev("a", 2, "I sing alto in the choir", value="alto", frame={"key": "sing", "type": "thing", "head": "alto"})
+    assert "alto" in _answer("Which voice part does Noor sing?", alto)

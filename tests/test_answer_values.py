@@ -315,8 +315,22 @@ def test_a_sentence_naming_nothing_continues_into_the_value_said_next_in_its_mes
     ranked = [(said, 0.8), (later, 0.4)]
     ans = answer_offline(graph, shape, ranked, {}, 0.9, None, AskSettings(), question)
     assert "8812" in ans.text and ans.event_ids == ["c"]
+    # without the step, a question that asks for a code still reads the one its sentence's message says (the typed
+    # reading, `answer.asked_labels` CODE); one that asks for another kind of thing does not
     off = answer_offline(graph, shape, ranked, {}, 0.9, None, AskSettings(value_follows=False), question)
-    assert "8812" not in off.text
+    assert "8812" in off.text
+    said_pw = _ev("w", 5, "the wifi has a new password and I keep forgetting it")
+    pw = _ev("x", 5, "so writing it down here: Bluefox77.")
+    pw.sentence_idx = 1
+    question = "What is the wifi password at Noor's flat?"
+    shape = shape_of(question, ["Noor"], None)
+    pw_graph = _graph(said_pw, pw)
+    on = answer_offline(pw_graph, shape, [(said_pw, 0.8)], {}, 0.9, None, AskSettings(), question)
+    assert "Bluefox77" in on.text
+    off = answer_offline(pw_graph, shape, [(said_pw, 0.8)], {}, 0.9, None, AskSettings(value_follows=False), question)
+    assert "Bluefox77" not in off.text
+    question = "What is the code of Noor's bike shed padlock?"
+    shape = shape_of(question, ["Noor"], None)
     # a sentence that names something specific is answered as it is
     named = _ev("p", 6, "my padlock code is 4410")
     assert "4410" in answer_offline(_graph(named, code), shape, [(named, 0.8)], {}, 0.9, None, AskSettings(), question).text

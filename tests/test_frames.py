@@ -475,3 +475,76 @@ def test_a_retraction_finds_the_value_said_as_an_answer(tmp_path, embedder) -> N
         assert [tuple(r) for r in rows] == [("baritone", "tenor")]
     finally:
         store.close()
+
+
+def test_a_vocative_after_a_role_is_neither_its_value_nor_its_head(nlp) -> None:
+    [f] = frames(nlp, "I'm a welder jonas, I've seen sparks")
+    assert (f.key, f.value, f.head) == ("be", "welder", "welder")
+
+
+def test_a_negated_auxiliary_said_as_a_reply_does_not_negate_the_next_clause(nlp) -> None:
+    from tracecli.graph.frames import clause_negated
+
+    doc = nlp("can't, I'm painting 2 fences that day")
+    assert not clause_negated(next(t for t in doc if t.lemma_ == "paint"))
+    doc = nlp("I'm not painting the fence")
+    assert clause_negated(next(t for t in doc if t.lemma_ == "paint"))
+
+
+def test_a_run_on_sentence_does_not_take_the_next_ones_modal(nlp) -> None:
+    [f] = frames(nlp, "and i'm a welder, i should know better")
+    assert f.value == "welder" and not f.hedged
+    [g] = frames(nlp, "I might say I'm moving to Oslo")
+    assert g.hedged  # a true complement of a modal verb stays a possibility
+
+
+def test_contracted_would_before_a_bare_verb_hedges_but_had_does_not(nlp) -> None:
+    assert [f.hedged for f in frames(nlp, "I'd move to Cork if I could")] == [True]
+    assert [f.hedged for f in frames(nlp, "I'd moved to Cork by then")] == [False]
+
+
+def test_a_common_word_in_capitals_is_no_name(nlp) -> None:
+    from tracecli.graph.lexicon import is_shouted
+
+    assert frames(nlp, "RAIN is not SNOW") == []  # shouting, not the speaker's thing called SNOW
+    assert is_shouted("SNOW") and not is_shouted("NHS") and not is_shouted("Snow")
+
+
+@pytest.mark.parametrize(("text", "key", "value"), [
+    ("Galway born and raised, that's me", "be from", "Galway"),  # a place as the subject of "born"
+    ("back home in Cork we'd call that a drizzle", "be from", "Cork"),
+    ("two hours from my flat in Leeds to the coast", "live in", "Leeds"),  # a home of the speaker's, placed
+    ("my aunt posted it from Lagos, where I grew up", "grow up in", "Lagos"),  # a relative "where" after a place
+])
+def test_where_someone_is_from_or_lives_said_without_a_clause_of_their_own(nlp, text: str, key: str, value: str) -> None:
+    assert (key, value) in [(f.key, f.value) for f in frames(nlp, text)]
+
+
+def test_born_with_a_time_of_its_own_is_about_who_was_born(nlp) -> None:
+    assert not [f for f in frames(nlp, "Sam born in 1990, can you believe it") if f.key == "be from"]
+    assert not [f for f in frames(nlp, "the café where I work is shut") if f.key.endswith(" in")]
+
+
+def test_here_is_the_place_the_message_named_before(nlp) -> None:
+    doc = nlp("Leeds is grim in January. I have lived here ten years")
+    first, second = list(doc.sents)
+    found = read_frames(second, "Wren", "Jonas", ["Wren", "Jonas"], earlier=[first])
+    assert ("live in", "Leeds") in [(f.key, f.value) for f in found]
+
+
+@pytest.mark.parametrize(("text", "role"), [
+    ("fifteen years a welder and I still burn my hands", "welder"),  # a span of time spent as the role
+    ("carpenter hours are no joke, up at five", "carpenter"),  # the role's hours are the speaker's
+])
+def test_a_role_held_over_a_span_of_time(nlp, text: str, role: str) -> None:
+    assert ("be", role) in [(f.key, f.value) for f in frames(nlp, text)]
+
+
+@pytest.mark.parametrize("text", ["my dentist appointment is at 3", "the plumber's hours are ridiculous"])
+def test_someone_elses_role_is_not_the_speakers(nlp, text: str) -> None:
+    assert not [f for f in frames(nlp, text) if f.key == "be"]
+
+
+@pytest.mark.parametrize("text", ["RIP goldfish.", "captain's privilege"])
+def test_an_acronym_or_a_possessors_thing_is_no_role(nlp, text: str) -> None:
+    assert not [f for f in frames(nlp, text) if f.key == "be"]

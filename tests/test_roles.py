@@ -161,3 +161,10 @@ def test_a_job_question_prefers_the_role_named_by_work(tmp_path: Path, embedder:
         assert res.answer == "locksmith" and res.source_refs[0].endswith("s1-m3")
     finally:
         store.close()
+
+
+def test_an_adjective_is_a_quality_not_a_role_held() -> None:
+    from tracecli.query.frame_answer import holds_role
+
+    assert not holds_role({"key": "be", "type": "state", "head": "brave"})  # "I'll be brave"
+    assert holds_role({"key": "be", "type": "thing", "head": "welder"})

@@ -145,7 +145,7 @@ FACETS: dict[str, FacetSpec] = {
     f.name: f
     for f in [
         FacetSpec("residence", "place", "state_change", "lives in / is moving to",
-                  r"\b(live|lives|living|move|moving|moved|relocat\w*|settl\w*|based|home|stay(?:ing)?|reside\w*|flat|apartment|house)\b"),
+                  r"\b(live|lives|(?<!for a )living|move|moving|moved|relocat\w*|settl\w*|based|home|stay(?:ing)?|reside\w*|flat|apartment|house)\b"),
         FacetSpec("moving_to", "place", "plan", "is moving to",
                   r"\b(mov(?:e|es|ing)|relocat\w*|settl\w*|emigrat\w*|transfer)\b"),
         FacetSpec("hometown", "place", "state_change", "is originally from",
@@ -324,7 +324,7 @@ def question_facets(question: str) -> list[str]:
     if re.search(r"\b(mov(?:e|es|ing)|relocat\w*|settl\w*)\b", q, re.I):
         out = [o for o in out if o not in ("residence", "moving_to")]
         out[0:0] = ["moving_to", "residence"]
-    elif re.search(r"\b(live|lives|living|home|based)\b", q, re.I) and not re.search(r"\bfrom\b", q, re.I):
+    elif re.search(r"\b(live|lives|(?<!for a )living|home|based)\b", q, re.I) and not re.search(r"\bfrom\b", q, re.I):
         out = [o for o in out if o not in ("residence", "moving_to")]
         out[0:0] = ["residence", "moving_to"]
     if re.search(r"\b(from|gr[eo]w(?:s|ing|n)? up|hometown|home town|born)\b", q, re.I) and re.search(r"\bwhere\b", q, re.I):

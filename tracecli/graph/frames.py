@@ -173,6 +173,10 @@ def value_type(tokens: Sequence[Any], text: str) -> str:
     """The value's type: entity label, gazetteer place, a code, or the head's part of speech."""
     from tracecli.graph.gazetteer import is_place
 
+    from tracecli.graph.lexicon import is_shouted
+
+    if is_shouted(text):
+        return "thing"  # "ICE is not SNOW": a common word said loudly, not a name
     labels = [t.ent_type_ for t in tokens if t.ent_type_]
     if re.search(r"[A-Za-z]", text) and re.search(r"\d", text) and re.fullmatch(r"[\w\-/#.:]+", text):
         if not re.fullmatch(r"(?i)\d{1,2}(:\d{2})?\s*(am|pm)", text.strip()):
@@ -198,14 +202,24 @@ def value_type(tokens: Sequence[Any], text: str) -> str:
 
 
 def clause_negated(verb: Any) -> bool:
+    """Is the verb's clause negated ("not", "no longer", "never")? A negated auxiliary said on its own before the
+    clause's subject is a reply of its own, not this clause's ("can't, I'm tuning 3 pianos that morning")."""
     for c in verb.children:
         if c.dep_ == "neg":
-            return True
+            if not _elliptical_reply(c, verb):
+                return True
+            continue
         if c.lower_ == "longer" and any(g.lower_ == "no" for g in c.children):
             return True
         if c.dep_ == "advmod" and c.lower_ == "never":
             return True
     return False
+
+
+def _elliptical_reply(neg: Any, verb: Any) -> bool:
+    """Does a comma and then the verb's subject stand between the negation and the verb ("can't, I'm busy")?"""
+    comma = next((p for p in verb.children if p.dep_ == "punct" and p.text == "," and neg.i < p.i < verb.i), None)
+    return comma is not None and any(s.dep_ in ("nsubj", "nsubjpass") and comma.i < s.i < verb.i for s in verb.children)
 
 
 #: particles that make a verb one of arriving at a new state: "we ended up with a Skoda", "wound up in Leeds" (so
@@ -405,8 +419,9 @@ def is_hedged(verb: Any) -> bool:
     if dismissed(verb):
         return True
     for _ in range(4):
-        if any(c.dep_ == "aux" and c.lower_ in _MODALS for c in v.children):
-            return True
+        if any(c.dep_ == "aux" and (c.lower_ in _MODALS or (c.lower_ in ("'d", "’d") and v.tag_ == "VB"))
+               for c in v.children):
+            return True  # ("I'd move": "'d" before a bare verb is "would"; before a participle, "had")
         if any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in v.children):
             return True
         if any(c.dep_ == "advcl" and (c.tag_ == "VBD" or (v.lemma_ != "be" and any(m.lower_ == "ever" for m in c.children)))
@@ -418,10 +433,19 @@ def is_hedged(verb: Any) -> bool:
         if lemma in _CONSIDER and (lemma != "think" or v.tag_ == "VBG"
                                    or any(c.dep_ == "prep" and c.lower_ in ("of", "about") for c in v.children)):
             return True  # "thinking of Lisbon" weighs an option; "I thought you lived in York" reports a belief
-        if v.head.i == v.i or v.dep_ not in ("xcomp", "ccomp", "conj", "pcomp", "prep", "pobj"):
+        if v.head.i == v.i or v.dep_ not in ("xcomp", "ccomp", "conj", "pcomp", "prep", "pobj") or _spliced(v):
             break
         v = v.head
     return False
+
+
+def _spliced(clause: Any) -> bool:
+    """A "complement" clause said before its head and cut off from it by a comma is a sentence of its own run on
+    into the next ("I'm a physio, I should know better"): the next one's modal is not its."""
+    if clause.dep_ != "ccomp" or clause.i > clause.head.i:
+        return False
+    end = max(t.i for t in clause.subtree)
+    return any(t.text in (",", ";") for t in clause.doc[end + 1: clause.head.i])
 
 
 #: verbs of naming ("is called Y", "got named Y")
@@ -560,9 +584,10 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
                 if pobj is not None:
                     args.append((f"{key} {c.lower_} {inner.lower_}", pobj))
         args += [(f"{key} {to.lower_}", value) for to, value in misread_to(tok)]
-        there = next((c for c in tok.children if c.dep_ == "advmod" and c.lower_ == "there"), None)
-        place = _place_before(there, participants, earlier) if there is not None else None
+        there = next((c for c in tok.children if c.dep_ == "advmod" and c.lower_ in ("there", "here")), None)
+        place = _place_before(there, participants, earlier) if there is not None else _where_place(tok)
         if place is not None:  # "I'm visiting my gran in Galway … I grew up there": the place the message named
+            # ("Harrogate … I've lived here 50 years"; "from Auckland, where I grew up")
             f = _frame(subject, f"{key} {'to' if lemma in _MOTION_VERBS else 'in'}", place, place.sent, verb=tok,
                        copular=False)
             if f is not None:  # (its offsets and tokens are another sentence's: none are kept)
@@ -581,8 +606,9 @@ def read_frames(sent: Any, speaker: str, other: str | None, participants: Sequen
         frames.extend(_fragment_frames(sent, speaker))
     frames.extend(_role_frames(sent, speaker, other, participants))
     frames.extend(_appositive_names(sent, speaker, participants))
+    frames.extend(_origin_and_home_frames(sent, speaker, participants))
     seen: set[tuple[str, str, str]] = set()  # one hyphenated word split into sibling objects gives one frame
-    frames = [_without_vocative(f, participants) for f in frames]
+    frames = [_without_vocative(f, participants, sent.doc) for f in frames]
     return [f for f in frames if (f.subject, f.key, f.value) not in seen and not seen.add((f.subject, f.key, f.value))]
 
 
@@ -607,6 +633,53 @@ def _place_before(there: Any, participants: Sequence[str], earlier: Sequence[Any
         if span and value_type(span, tok.doc[span[0].i: span[-1].i + 1].text) == "place":
             return tok
     return None
+
+
+def _where_place(verb: Any) -> Any | None:
+    """The place a relative "where" clause is about: the place name said just before ", where" ("my nan sent it
+    from Auckland, where I grew up"), as the head token of its name; None when the clause follows anything else
+    ("the café where I work" names no place)."""
+    where = next((c for c in verb.children if c.dep_ == "advmod" and c.lower_ == "where" and c.i < verb.i), None)
+    if where is None or verb.dep_ not in ("relcl", "advcl") or where.i < 2:
+        return None
+    before = where.doc[where.i - 1]
+    if before.text == ",":
+        before = where.doc[where.i - 2]
+    if before.pos_ != "PROPN" or before.ent_type_ not in _PLACE_LABELS:
+        return None
+    span = _span_tokens(before)
+    return before if span and value_type(span, before.doc[span[0].i: span[-1].i + 1].text) == "place" else None
+
+
+def _origin_and_home_frames(sent: Any, speaker: str, participants: Sequence[str]) -> list[Frame]:
+    """Where the speaker comes from or lives, said without a clause of their own: "Perth born", "Valencia born and
+    raised" (a place as the subject of "born"), "back home in Durban" (where they come from), "my flat in Bristol"
+    (a home of theirs — a noun WordNet files under housing, `lexicon.is_dwelling` — placed in a named place)."""
+    from tracecli.graph.lexicon import is_dwelling
+
+    names = _first_names(participants)
+    out: list[Frame] = []
+    for tok in sent:
+        place = key = None
+        if tok.lower_ == "born" and tok.tag_ in ("VBN", "VBD") and not any(c.dep_ == "prep" for c in tok.children):
+            # (with a place or a time of its own the subject is who was born: "Sam born in 1990")
+            place, key = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")
+                               and c.pos_ in ("PROPN", "NOUN") and c.lower_ not in names
+                               and not any(g.dep_ in ("det", "poss") for g in c.children)), None), ORIGIN_KEY
+        elif tok.lower_ == "home" and tok.pos_ == "ADV" and (
+                any(c.lower_ == "back" for c in tok.children) or (tok.i > sent.start and tok.nbor(-1).lower_ == "back")):
+            prep = next((c for c in tok.children if c.dep_ == "prep" and c.lower_ == "in"), None)
+            place, key = (_pobj(prep) if prep is not None else None), ORIGIN_KEY
+        elif tok.pos_ == "NOUN" and any(c.dep_ == "poss" and c.lower_ in ("my", "our") for c in tok.children) \
+                and is_dwelling(tok.lemma_ or tok.text):
+            prep = next((c for c in tok.children if c.dep_ == "prep" and c.lower_ == "in"), None)
+            place, key = (_pobj(prep) if prep is not None else None), "live in"
+        if place is None or place.pos_ not in ("PROPN", "NOUN") or not place.text[:1].isupper():
+            continue
+        f = _frame(speaker, key, place, sent, verb=None, copular=key == ORIGIN_KEY)
+        if f is not None and f.vtype == "place":
+            out.append(f)
+    return out
 
 
 def _appositive_names(sent: Any, speaker: str, participants: Sequence[str]) -> list[Frame]:
@@ -656,14 +729,21 @@ def _first_names(participants: Sequence[str]) -> set[str]:
     return {p.split()[0].lower() for p in participants if p}
 
 
-def _without_vocative(f: Frame, participants: Sequence[str]) -> Frame:
+def _without_vocative(f: Frame, participants: Sequence[str], doc: Any) -> Frame:
     """A participant's name ending a common-noun value is said to them, not part of it ("I'm a radiographer mateo,
-    I've seen things")."""
+    I've seen things"): the value and its head noun are the words before it."""
     words = f.value.split()
     if len(words) < 2 or words[-1].lower() not in _first_names(participants) or not words[0].islower():
         return f
     value = f.value[: f.value.rindex(words[-1])].rstrip(" ,")
-    return replace(f, value=value, end=f.start + len(value), value_tokens=f.value_tokens[:-1] or f.value_tokens)
+    kept = f.value_tokens[:-1] or f.value_tokens
+    head = f.head
+    if kept and len(kept) < len(f.value_tokens) and max(f.value_tokens) < len(doc):
+        dropped = doc[max(f.value_tokens)]
+        if f.head in (dropped.lower_, (dropped.lemma_ or "").lower()):  # the name was read as the value's head noun
+            last = doc[max(kept)]
+            head = (last.lemma_ or last.text).lower()
+    return replace(f, value=value, head=head, end=f.start + len(value), value_tokens=kept)
 
 
 #: prepositions that place the object of a verb in a state ("moved me to the Friday rota", "put me on an inhaler")
@@ -740,15 +820,16 @@ _BARE_NP_DEPS = ("ROOT", "appos", "npadvmod", "dep")
 def _role_frames(sent: Any, speaker: str, other: str | None, participants: Sequence[str]) -> list[Frame]:
     """A role the speaker names as their own without a verb (`tracecli.graph.lexicon.is_role`): chat states a job
     as a bare noun phrase ("tree surgeon, not gardener", "junior architect here") or as
-    the modifier of one ("firefighter life", "lifeguard mode"); "they made me team captain"
+    the modifier of one ("firefighter life", "lifeguard mode", "pastry chef hours"; an acronym in capitals is none:
+    "RIP mouse"); "they made me team captain"
     puts the object in the role. Read like "I'm a firefighter" (key `be`). A determiner or possessor ("the nurse",
     "my nurse") or a negation ("not gardener") makes it someone else's or not theirs."""
-    from tracecli.graph.lexicon import is_role
+    from tracecli.graph.lexicon import is_role, is_time_span
 
     out: list[Frame] = []
     for tok in sent:
         if tok.pos_ not in ("NOUN", "ADJ", "PROPN") or tok.tag_ in ("NNS", "NNPS") \
-                or (tok.text[:1].isupper() and tok.i != sent.start) \
+                or (tok.text[:1].isupper() and tok.i != sent.start) or (len(tok.text) > 1 and tok.text.isupper()) \
                 or not (is_role(tok.lemma_ if tok.pos_ == "NOUN" else tok.lower_, adjective=tok.pos_ == "ADJ")
                         or _compound_role(tok)):
             continue  # one role, a common noun: a plural is a group, a capitalised word mid-sentence a name
@@ -772,11 +853,14 @@ def _role_frames(sent: Any, speaker: str, other: str | None, participants: Seque
         if tok.dep_ in ("ccomp", "oprd", "xcomp"):  # "made me team captain"
             obj = next((c for c in tok.children if c.dep_ in ("nsubj", "dobj")), None)  # the small clause's subject
             holder = resolve_person(obj, speaker, other, participants) if obj is not None else None
-        elif tok.dep_ in ("compound", "amod"):
-            head = tok.head  # (a role's "life" is the speaker's wherever it stands: "estate agent life is a joy")
-            if head.pos_ != "NOUN" or (head.dep_ not in (*_BARE_NP_DEPS, "conj") and head.lemma_ != "life") \
+        elif tok.dep_ in ("compound", "amod", "poss"):
+            # (a role's "life", "hours" or "shift" — a span of time, `lexicon.is_time_span` — is the speaker's
+            # wherever it stands: "estate agent life is a joy", "pastry chef hours are brutal", "joiner's hours")
+            head = tok.head  # (a possessive only before its time: "captain's privilege" is the captain's, not a role)
+            if head.pos_ != "NOUN" or (head.dep_ not in (*_BARE_NP_DEPS, "conj") and not is_time_span(head.lemma_)) \
+                    or (tok.dep_ == "poss" and not is_time_span(head.lemma_)) \
                     or head.text[:1].isupper() \
-                    or any(c.dep_ in ("det", "poss") for c in head.children):
+                    or any(c.dep_ in ("det", "poss") and c.i != tok.i for c in head.children):
                 continue  # (before a capitalised word, a title: "PROFESSOR TEVITA")
         elif tok.dep_ not in _BARE_NP_DEPS or tok.pos_ != "NOUN":
             continue
@@ -812,7 +896,7 @@ def _held_role(tok: Any, speaker: str, other: str | None, participants: Sequence
     After a verb, "as a X" is the verb reader's ("I work as a translator"; "I see him as a mentor" is no role of
     the speaker's). None when `tok` is in no such construction, "" when it is but names someone
     else's role ("as his nurse", "as a nurse, she …")."""
-    from tracecli.graph.lexicon import is_occupation
+    from tracecli.graph.lexicon import is_occupation, is_time_span
 
     if tok.dep_ == "attr" and tok.head.lemma_ == "be" and tok.head.tag_ == "VBG" \
             and not any(c.dep_ in ("nsubj", "nsubjpass") for c in tok.head.children):
@@ -820,6 +904,11 @@ def _held_role(tok: Any, speaker: str, other: str | None, participants: Sequence
     if tok.dep_ == "conj" and tok.head.dep_ in ("attr", "acomp") and tok.head.head.lemma_ == "be":
         subj = next((c for c in tok.head.head.children if c.dep_ == "nsubj"), None)
         return speaker if subj is not None and resolve_person(subj, speaker, other, participants) == speaker else None
+    article = next((c for c in tok.children if c.dep_ == "det"), None)
+    if article is not None and article.lower_ in ("a", "an") and article.i > 0:
+        span = tok.doc[article.i - 1]  # "twelve years a pharmacist": a span of time spent as the role
+        if span.tag_ == "NNS" and is_time_span(span.lemma_) and any(c.dep_ == "nummod" for c in span.children):
+            return speaker
     if tok.dep_ != "pobj" or tok.head.dep_ != "prep" or tok.pos_ != "NOUN":
         return None
     prep, anchor = tok.head, tok.head.head

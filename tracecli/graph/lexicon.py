@@ -240,6 +240,14 @@ def _ancestors(offset: str, up: Mapping[str, tuple[str, ...]]) -> set[str]:
 
 
 @lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
+def names_kind(noun: str) -> bool:
+    """Is the noun, in one of its three most frequent senses, specific enough for `is_kind_of` to tell its kinds
+    ("instrument", "race", "language" in its third), not a noun near WordNet's root in all of them ("part")?"""
+    index, up = _hypernyms()
+    return any(len(_depth_path(o, up)) >= _KIND_MIN_DEPTH for o in index.get(noun.strip().lower(), ())[:3])
+
+
 def is_kind_of(value: str, noun: str) -> bool:
     """Is the value (a noun phrase: WordNet's compound when it has one, else its head, the last word), in one of its
     most frequent senses, a kind of the asked noun in one of its own ("oboe" of "instrument", "kayak" of "boat",
@@ -274,6 +282,24 @@ def names_place(noun: str) -> bool:
     senses = index.get(noun.strip().lower(), ())
     kinds = {index[k][0] for k in _PLACE_KINDS if index.get(k)}
     return bool(senses) and (senses[0] in kinds or bool(kinds & _ancestors(senses[0], up)))
+
+
+@lru_cache(maxsize=1024)
+def is_dwelling(noun: str) -> bool:
+    """Can the noun (a lemma) name a home in any of its senses ("house", "cottage", "flat" — British English's
+    apartment is only its seventh sense — "place")? Under WordNet's housing."""
+    index, up = _hypernyms()
+    housing = set(index.get("housing", ())[:1])
+    return bool(housing) and any(o in housing or housing & _ancestors(o, up) for o in index.get(noun.strip().lower(), ()))
+
+
+@lru_cache(maxsize=1024)
+def is_time_span(noun: str) -> bool:
+    """Can the noun (a lemma) name a span of time in any of its senses ("hour", "shift", "year", "week", "life")?
+    Under WordNet's time period or time unit."""
+    index, up = _hypernyms()
+    spans = {o for k in ("time period", "time unit") for o in index.get(k, ())[:1]}
+    return bool(spans) and any(o in spans or spans & _ancestors(o, up) for o in index.get(noun.strip().lower(), ()))
 
 
 @lru_cache(maxsize=4096)
@@ -340,6 +366,20 @@ def is_occupation(noun: str, *, first_sense: bool = False) -> bool:
 ANSWER_LABELS = {"person": ("PERSON", "ORG"), "money": ("MONEY",), "time": ("DATE", "TIME"), "colour": ("COLOR",),
                  "language": ("LANGUAGE", "NORP"), "place": ("GPE", "LOC", "FAC")}
 
+#: WordNet nouns under which a noun names a code or a number one is known by ("code", "postcode", "combination" —
+#: a sequence — "number", "score")
+_IDENTIFIER_KINDS = ("code", "sequence", "number")
+
+
+@lru_cache(maxsize=1024)
+def names_identifier(noun: str) -> bool:
+    """Does the noun (a lemma) name, in one of its three most frequent senses, a code, a sequence or a number
+    ("locker code", "lock combination", "plot number", "high score")? Its answer is a token of digits (and letters),
+    not a phrase. Under `_IDENTIFIER_KINDS` (their two most frequent senses)."""
+    index, up = _hypernyms()
+    kinds = {o for k in _IDENTIFIER_KINDS for o in index.get(k, ())[:2]}
+    return any(o in kinds or kinds & _ancestors(o, up) for o in index.get(noun.strip().lower(), ())[:3])
+
 
 def answer_class(noun: str, *, place: bool = True) -> str | None:
     """What a question asking for this noun (a lemma) wants, read from WordNet: 'person' when its most frequent
@@ -372,6 +412,14 @@ def is_unknown(word: str) -> bool:
     w = word.strip().lower()
     classes = _classes()
     return len(w) >= 3 and w.isalpha() and w not in _nouns() and w not in classes.verbs and w not in classes.adjectives
+
+
+def is_shouted(text: str) -> bool:
+    """Is the text common words written in capitals for emphasis ("ICE is not SNOW", "a WHOLE one"), not a name or
+    an acronym? Every word is upper case, three letters or more, and a word WordNet knows (an acronym such as
+    "NHS" is not one)."""
+    words = text.split()
+    return bool(words) and all(w.isalpha() and w.isupper() and len(w) >= 3 and not is_unknown(w) for w in words)
 
 
 def is_verb(word: str) -> bool:

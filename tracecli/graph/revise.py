@@ -30,6 +30,7 @@ import numpy as np
 
 from tracecli.graph.constructions import CHANGE_VERBS
 from tracecli.graph.frames import ORIGIN_KEY, PROPER_TYPES
+from tracecli.graph.lexicon import is_shouted
 from tracecli.graph.link import EdgeRec, EventRec, same_value
 
 #: prepositions after which a verb's value is a single state (where one lives, works, studies, trains)
@@ -152,7 +153,7 @@ def construction_edges(frames: Sequence[FrameRec], known: Sequence[EventRec]) ->
             if target is None:
                 # the old value was said in passing, outside any frame ("fed up with Three"): the latest of the
                 # subject's own sentences that names it
-                if old_text[:1].isupper():  # a name, said anywhere by the subject: in full, else by its capitalised
+                if old_text[:1].isupper() and not is_shouted(old_text):  # a name, said anywhere by the subject: in full, else by its capitalised
                     # words ("the Moseley flatshare" said as "my flatshare in Moseley")
                     names = [w for w in re.findall(r"[\w'’-]+", old_text) if w[:1].isupper() and len(w) > 2]
                     patterns = [[old_text]] + ([names] if names and len(names) < len(old_text.split()) else [])

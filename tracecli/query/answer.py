@@ -22,7 +22,7 @@ from typing import Any
 
 from tracecli.graph.dates import format_date
 from tracecli.query.frame_answer import (_key_words, _lemmas, asks_past, asks_role, before_cut, focus_noun, holds_role,
-                                        said_before)
+                                        asks_identifier, said_before)
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.settings import AskSettings
 from tracecli.query.shape import QueryShape, asks_before
@@ -106,6 +106,16 @@ def named_people(graph: Graph, shape: QueryShape) -> list[str]:
     """The people the question names who are the subject of some event."""
     subjects = {ev.subject for ev in graph.events.values()}
     return [p for p in shape.people if p in subjects]
+
+
+def not_the_name(graph: Graph, shape: QueryShape, question: str) -> list[str]:
+    """Who a sentence naming cannot name the answer: the people the question names, and when it asks what someone
+    or something is called ("What is the name of Finn's daughter?") the conversation's speakers too — a line that
+    names the other person ("Zainab I'm so sorry") names no daughter."""
+    people = named_people(graph, shape)
+    if question and _ASKS_NAME.search(question):
+        people = people + sorted({ev.speaker for ev in graph.events.values() if ev.speaker} - set(people))
+    return people
 
 
 def facet_answer(graph: Graph, shape: QueryShape, relevance: Mapping[str, float], as_of: str | None,
@@ -290,16 +300,48 @@ def _ended_values(graph: Graph, ev: EventNode, question: str = "") -> set[frozen
 
 #: the answer types a sentence is reduced to (a person or organisation, a sum of money, a place); others keep the
 #: sentence
-_REDUCED = frozenset({"PERSON", "ORG", "MONEY", "LANGUAGE", "NORP", "GPE", "LOC", "FAC"})
+_REDUCED = frozenset({"PERSON", "ORG", "MONEY", "LANGUAGE", "NORP", "GPE", "LOC", "FAC", "CODE"})
+
+
+#: a code or a number someone is known by: a plate or an id ("YF21 KZB", "A4829113", "231-G-4417"), a combination
+#: ("4-1-8-2"), a number of two digits or more with a letter after it ("4471", "23B"); never part of an amount,
+#: a decimal or a time ("£340", "2.75", "7:15")
+_CODE = re.compile(r"""(?<![\w£$€¥.,:/+#-])
+    (?: [A-Z]{1,3}\d[A-Z\d]*(?:[ -][A-Z\d]{2,4})?
+      | [A-Z]{2,}\d+[A-Z\d]*
+      | \d+[A-Z]*(?:-[A-Z\d]+)+
+      | \d{2,}[A-Z]?
+    )(?![\w%£$€]|[.,:]\d)""", re.X)
+
+
+def _codes(text: str) -> list[str]:
+    """The codes and numbers of `_CODE` in `text`, but not a year ("2012") nor a measure ("11 hours", "51 minutes",
+    "6 km": a unit of measurement or a span of time after it, `lexicon.is_unit`, `lexicon.is_time_span`)."""
+    from tracecli.graph.lexicon import is_time_span, is_unit
+
+    out = []
+    for m in _CODE.finditer(text):
+        code = m.group(0)
+        after = re.match(r"\s*([A-Za-z]+)", text[m.end():])
+        word = after.group(1).lower() if after else ""
+        if re.fullmatch(r"(?:19|20)\d\d", code) or (word and code.isdigit() and any(
+                is_unit(w) or is_time_span(w) for w in {word, word.rstrip("s")})):
+            continue
+        out.append(code)
+    return out
 
 
 def _entities(text: str, labels: tuple[str, ...], avoid: Sequence[str] = ()) -> list[str]:
     """The distinct entities of `text` with one of `labels`, in order, a currency sign kept ("£180", not "180");
-    for COLOR, after them, the colour words with the modifier just before them ("sage green")."""
+    for COLOR, after them, the colour words with the modifier just before them ("sage green"); for CODE (not an
+    entity label of spaCy's) the codes and numbers someone is known by (`_codes`)."""
+    if labels == ("CODE",):
+        return [c for c in dict.fromkeys(_codes(text)) if c not in avoid]
     doc = _parsed(text)
     out: list[str] = []
+    avoided = {a.lower() for a in avoid}  # (in any case: "NADIA. amazing" names Nadia)
     for ent in doc.ents:
-        if ent.label_ in labels and ent.text not in avoid:
+        if ent.label_ in labels and ent.text.lower() not in avoided:
             start = ent.start - 1 if ent.start and doc[ent.start - 1].is_currency else ent.start
             # a possessive ending the entity reader may take with a name is not part of it ("Dr Okafor's")
             end = ent.end - 1 if ent.end - start > 1 and doc[ent.end - 1].tag_ == "POS" else ent.end
@@ -332,6 +374,8 @@ def asked_labels(shape: QueryShape, question: str) -> tuple[str, ...] | None:
 
     focus = focus_noun(question)
     kind = answer_class(focus) if focus else None
+    if kind is None and asks_identifier(question, focus):
+        return ("CODE",)  # "What's the combination on her bike lock?", "What is his number plate?"
     if kind is None and _ASKS_NAME.search(question):
         return _NAMES  # "What is the name of her bakery?", "What is his boat called?": a proper name
     return ANSWER_LABELS.get(kind) if kind else None
@@ -426,9 +470,10 @@ def extract_value(graph: Graph, ev: EventNode, shape: QueryShape, question: str 
         texts = [ev.quote, *_rest_of_message(graph, ev)]
         # (one the message retracts is not the answer: "I quit German btw. doing Portuguese instead", nor is "Dutch is
         # on hold." when the message goes on to the language taken up; only when nothing else is named is it said)
+        named = (ev.subject, *not_the_name(graph, shape, question))
         for avoid in (ended, set()):
             for text in texts:
-                found = [f for f in _entities(text, labels, avoid=(ev.subject,)) if _norm_words(f) not in avoid]
+                found = [f for f in _entities(text, labels, avoid=named) if _norm_words(f) not in avoid]
                 if found:
                     return found[0] if len(found) == 1 else ev.quote
     if ev.value and not ev.negated and ev.facet and not ev.facet.startswith("date:"):
@@ -894,7 +939,8 @@ def answer_offline(graph: Graph, shape: QueryShape, ranked_events: Sequence[tupl
             # of someone's daughter by the next name said: "my daughter Ines" … "a girl called Maud scored twice")
             newer = _top_said_later(ranked_events[0][0], ev, value or "")
         if newer is not None:
-            answer = _newer_answer(graph, newer, answer, shape, best_note_cosine, question, labels)
+            replaced = _newer_answer(graph, newer, answer, shape, best_note_cosine, question, labels)
+            answer = answer if states_asked_code(shape, question, answer, replaced) else replaced
     return _settled(answer, graph, shape, question, settings, labels, as_of)
 
 
@@ -1009,10 +1055,18 @@ def read_event(graph: Graph, ev: EventNode, shape: QueryShape, best_note_cosine:
                     settings, labels, as_of)
 
 
+def states_asked_code(shape: QueryShape, question: str, kept: Answer, other: Answer) -> bool:
+    """Does a question asking for a code or a number (`asked_labels` CODE) get one from `kept` and none from
+    `other`? Then `other` cannot replace it."""
+    return asked_labels(shape, question) == ("CODE",) and bool(_codes(kept.text)) and not _codes(other.text)
+
+
 def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[EventNode, float]],
             relevance: Mapping[str, float], best_note_cosine: float, as_of: str | None,
             settings: AskSettings, question: str = "", readers: Readers | None = None) -> Answer:
     found = facet_answer(graph, shape, relevance, as_of, settings)
+    if found is not None and question and asked_labels(shape, question) == ("CODE",) and not _codes(found[0].value or ""):
+        found = None  # "What is the code for her locker at work?" is not answered by where she works
     if found is not None and found[0].facet == "employer" and question and asks_role(question):
         found = None  # "What is Noor's job?" asks for the role Noor holds, not for the employer
     if found is not None and shape.wh != "yesno" and echoes(question, found[0].value):
@@ -1096,7 +1150,7 @@ def _answer(graph: Graph, shape: QueryShape, ranked_events: Sequence[tuple[Event
         people = named_people(graph, shape)
         if settings.unhedged_first:
             valid = _unhedged_first(valid, settings.unhedged_margin)
-        valid = _typed_first(valid, labels, people, settings, who=shape.wh == "who")
+        valid = _typed_first(valid, labels, not_the_name(graph, shape, question), settings, who=shape.wh == "who")
         best = valid[0][0]
         if (shape.wants_current and shape.says_now) or as_of is not None or cut is not None:
             topic = readers.between if readers is not None and cut is None and (

@@ -22,7 +22,8 @@ import pysqlite3.dbapi2 as sqlite3
 from tracecli.blas import one_blas_thread
 from tracecli.errors import BadInput
 from tracecli.graph.facets import facet_label
-from tracecli.query.answer import NOT_ENOUGH, Answer, Readers, answer_offline, event_answer, newest_successor, read_event
+from tracecli.query.answer import (NOT_ENOUGH, Answer, Readers, answer_offline, event_answer, newest_successor, read_event,
+                                   states_asked_code)
 from tracecli.query.candidates import PRIORS, Candidate, best_valid, gather, mark_winner
 from tracecli.query.choose import (Flags, Row, candidate_rows, choose_stating, fitted_for, flags_of, replaceable,
                                    restates)
@@ -592,7 +593,7 @@ class Asker:
         if picked is None or picked[0].event.id == proposal.id:
             return answer
         chosen = read_event(graph, picked[0].event, shape, best_cos, question, self.settings, as_of)
-        if restates(picked[0].event, chosen, answer):
+        if restates(picked[0].event, chosen, answer) or states_asked_code(shape, question, answer, chosen):
             return answer
         chosen.confidence = round(picked[1], 3)
         chosen.proposed = proposal.id

@@ -127,6 +127,7 @@ def candidate_rows(graph: Graph, shape: QueryShape, ranked: Sequence[tuple[Event
     from tracecli.query import answer as A
 
     people = A.named_people(graph, shape)
+    unnamed = A.not_the_name(graph, shape, question)
     labels = A.asked_labels(shape, question)
     picked = [(ev, sc, i) for i, (ev, sc) in enumerate(ranked[:WINDOW])
               if as_of is None or not ev.time_anchor or ev.time_anchor <= as_of]
@@ -146,7 +147,7 @@ def candidate_rows(graph: Graph, shape: QueryShape, ranked: Sequence[tuple[Event
             event=ev, rank=rank, score=float(score), person=ev.speaker in people, subject=ev.subject in people,
             proposed=ev.id == proposal.id, same_message=ev.seq == proposal.seq, later=ev.seq > proposal.seq,
             earlier=ev.seq < proposal.seq, valid=ev.validity_at(as_of) > 0, question=ev.quote.rstrip().endswith("?"),
-            hedged=A._hedged(ev), muses=A._muses(ev), typed=bool(labels) and A._holds(ev.quote, labels, people),
+            hedged=A._hedged(ev), muses=A._muses(ev), typed=bool(labels) and A._holds(ev.quote, labels, unnamed),
             novel=A._novel(ev), overlap=len(asked & mine) / max(1, len(asked)), shared=len(asked & mine),
             words=len(ev.quote.split()), negated=ev.negated, frame=ev.frame is not None, facet=ev.facet is not None,
             near_proposal=float(close), holds_value=A._holds_value(ev.quote), asking=A._is_asking(ev),

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from tracecli.graph.frames import ORIGIN_KEY, PROPER_TYPES
-from tracecli.graph.lexicon import is_kind_of, is_trade
+from tracecli.graph.lexicon import is_kind_of, is_trade, names_kind
 from tracecli.query.paths import EventNode, Graph, newest_successor
 from tracecli.query.shape import QueryShape, asks_before
 from tracecli.text import content_words
@@ -143,7 +143,22 @@ def asked_types(question: str) -> frozenset[str] | None:
     kind = answer_class(focus) if focus else None
     if kind == "place":
         return PROPER_TYPES - {"person"}  # "Which town …" is answered by a name (spaCy reads a place as an org as often)
+    if kind is None and asks_identifier(question, focus):
+        return frozenset({"code", "number"})  # "What is the code for her locker at work?" is not where she works
     return frozenset({"date"}) if kind == "time" else None
+
+
+def asks_identifier(question: str, focus: str | None) -> bool:
+    """Does a what/which question ask for a code or a number someone is known by: its asked noun, or a noun before
+    it ("number plate"), names one (`lexicon.names_identifier`)?"""
+    from tracecli.graph.lexicon import names_identifier
+
+    if focus is None:
+        return False
+    if names_identifier(focus):
+        return True
+    head = next((t for t in parse_question(question) if (t.lemma_ or t.text).lower() == focus), None)
+    return head is not None and any(c.dep_ == "compound" and names_identifier(c.lemma_ or c.text) for c in head.children)
 
 
 def asks_role(question: str) -> bool:
@@ -187,7 +202,8 @@ def holds_role(frame: Mapping[str, Any]) -> bool:
     identity = key == "be" or key.split(" ")[0] == "become" or key.endswith(" as") or key == "promote to" \
         or (bool(frame.get("facet")) and key.endswith("occupation"))
     head = str(frame.get("head", ""))
-    return identity and (is_role(head) or is_clipped_role(head))
+    # (an adjective is a quality, not a role, even where WordNet has a noun of it: "I'll be brave")
+    return identity and frame.get("type") != "state" and (is_role(head) or is_clipped_role(head))
 
 
 def _echoes_role(graph: Graph, ev: EventNode, frame: Mapping[str, Any]) -> bool:
@@ -356,7 +372,8 @@ def frame_answer(graph: Graph, shape: QueryShape, question: str, relevance: Mapp
             continue  # nor by a frame that holds no role ("work at Easton" asked what Noor does for a living)
         other = noun is not None and noun not in value_words and frame.get("head") != noun
         kind = other and is_kind_of(ev.value, noun)  # "the oboe" asked which instrument
-        if other and frame.get("type") == "thing" and not kind:
+        if other and frame.get("type") == "thing" and not kind and names_kind(noun):
+            # (a noun WordNet files near its root names no kind to tell a value by: "Which voice part …")
             if key_hit > 0:
                 other_kind.append(ev)
             continue  # "What car …" is answered by a car or by a name, not by another kind of thing
