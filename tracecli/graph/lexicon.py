@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -239,7 +239,14 @@ def _ancestors(offset: str, up: Mapping[str, tuple[str, ...]]) -> set[str]:
     return seen
 
 
-@lru_cache(maxsize=4096)
+def _sense_under(noun: str, kinds: Sequence[str], *, senses: int | None = None, kind_senses: int = 1) -> bool:
+    """Is one of the noun's `senses` most frequent senses (all when None) one of the `kind_senses` most frequent
+    senses of a noun in `kinds`, or under one in WordNet's hypernym (and instance) links?"""
+    index, up = _hypernyms()
+    under = {o for k in kinds for o in index.get(k, ())[:kind_senses]}
+    return bool(under) and any(o in under or under & _ancestors(o, up) for o in index.get(noun.strip().lower(), ())[:senses])
+
+
 @lru_cache(maxsize=1024)
 def names_kind(noun: str) -> bool:
     """Is the noun, in one of its three most frequent senses, specific enough for `is_kind_of` to tell its kinds
@@ -248,6 +255,7 @@ def names_kind(noun: str) -> bool:
     return any(len(_depth_path(o, up)) >= _KIND_MIN_DEPTH for o in index.get(noun.strip().lower(), ())[:3])
 
 
+@lru_cache(maxsize=4096)
 def is_kind_of(value: str, noun: str) -> bool:
     """Is the value (a noun phrase: WordNet's compound when it has one, else its head, the last word), in one of its
     most frequent senses, a kind of the asked noun in one of its own ("oboe" of "instrument", "kayak" of "boat",
@@ -278,37 +286,28 @@ def names_place(noun: str) -> bool:
     """Does the noun (a lemma) name a kind of named place in its most frequent sense ("town", "city", "suburb",
     "county", "borough"; not "mountain", a landform, "pub", a building, nor "position" or "area", which WordNet
     files under location in general)? The first senses of `_PLACE_KINDS`, or what is under them."""
-    index, up = _hypernyms()
-    senses = index.get(noun.strip().lower(), ())
-    kinds = {index[k][0] for k in _PLACE_KINDS if index.get(k)}
-    return bool(senses) and (senses[0] in kinds or bool(kinds & _ancestors(senses[0], up)))
+    return _sense_under(noun, _PLACE_KINDS, senses=1)
 
 
 @lru_cache(maxsize=1024)
 def is_dwelling(noun: str) -> bool:
     """Can the noun (a lemma) name a home in any of its senses ("house", "cottage", "flat" — British English's
     apartment is only its seventh sense — "place")? Under WordNet's housing."""
-    index, up = _hypernyms()
-    housing = set(index.get("housing", ())[:1])
-    return bool(housing) and any(o in housing or housing & _ancestors(o, up) for o in index.get(noun.strip().lower(), ()))
+    return _sense_under(noun, ("housing",))
 
 
 @lru_cache(maxsize=1024)
 def is_time_span(noun: str) -> bool:
     """Can the noun (a lemma) name a span of time in any of its senses ("hour", "shift", "year", "week", "life")?
     Under WordNet's time period or time unit."""
-    index, up = _hypernyms()
-    spans = {o for k in ("time period", "time unit") for o in index.get(k, ())[:1]}
-    return bool(spans) and any(o in spans or spans & _ancestors(o, up) for o in index.get(noun.strip().lower(), ()))
+    return _sense_under(noun, ("time period", "time unit"))
 
 
 @lru_cache(maxsize=4096)
 def is_unit(noun: str) -> bool:
     """Does the noun (a lemma) name a unit of measurement in one of its two most frequent senses ("lb", "mile", "kg",
     "minute")? A number before it is a measure ("8 lbs"), not a count of things held."""
-    index, up = _hypernyms()
-    units = set(index.get("unit of measurement", ())[:1])
-    return bool(units) and any(o in units or units & _ancestors(o, up) for o in index.get(noun.strip().lower(), ())[:2])
+    return _sense_under(noun, ("unit of measurement",), senses=2)
 
 
 #: WordNet nouns whose first sense a person who works at a trade is a kind of ("nurse" a professional, "plumber" a
@@ -376,9 +375,7 @@ def names_identifier(noun: str) -> bool:
     """Does the noun (a lemma) name, in one of its three most frequent senses, a code, a sequence or a number
     ("locker code", "lock combination", "plot number", "high score")? Its answer is a token of digits (and letters),
     not a phrase. Under `_IDENTIFIER_KINDS` (their two most frequent senses)."""
-    index, up = _hypernyms()
-    kinds = {o for k in _IDENTIFIER_KINDS for o in index.get(k, ())[:2]}
-    return any(o in kinds or kinds & _ancestors(o, up) for o in index.get(noun.strip().lower(), ())[:3])
+    return _sense_under(noun, _IDENTIFIER_KINDS, senses=3, kind_senses=2)
 
 
 def answer_class(noun: str, *, place: bool = True) -> str | None:
